@@ -1,0 +1,229 @@
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+from annotator.models.dataset import Caption, Dataset, Image
+from annotator.models.ranking import RankingRun
+
+
+class CampaignDirection(models.TextChoices):
+    I2T = "i2t", "Image to caption"
+    T2I = "t2i", "Caption to image"
+    BOTH = "both", "Both, as two stages (image to caption first)"
+    T2T = "t2t", "Caption to caption (STS)"
+    I2I = "i2i", "Image to image (SIS)"
+
+
+class Scale(models.TextChoices):
+    FOUR_CHOICE = "four_choice", "Four choices with rationale (ECCV Caption)"
+    SIMILARITY = "similarity", "Continuous 0-5 similarity (Crisscrossed Captions)"
+
+
+class CampaignStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    BUILT = "built", "Built"
+    LIVE = "live", "Live"
+    PAUSED = "paused", "Paused"
+    FINISHED = "finished", "Finished"
+
+
+CAMPAIGN_TRANSITIONS = {
+    CampaignStatus.DRAFT: {CampaignStatus.BUILT},
+    CampaignStatus.BUILT: {CampaignStatus.LIVE, CampaignStatus.BUILT},
+    CampaignStatus.LIVE: {CampaignStatus.PAUSED, CampaignStatus.FINISHED},
+    CampaignStatus.PAUSED: {CampaignStatus.LIVE, CampaignStatus.FINISHED},
+    CampaignStatus.FINISHED: set(),
+}
+
+
+class GoldFailAction(models.TextChoices):
+    REVIEW = "review", "Send to the review queue"
+    REJECT = "reject", "Reject automatically"
+
+
+class Campaign(models.Model):
+    """A verification job: which pairs, how they are packed, what a HIT pays, how quality is kept."""
+
+    name = models.CharField(max_length=200)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="campaigns")
+    shared_with = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="shared_campaigns")
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="campaigns")
+    runs = models.ManyToManyField(RankingRun, blank=True, related_name="campaigns")
+    status = models.CharField(max_length=16, choices=CampaignStatus.choices, default=CampaignStatus.DRAFT)
+    direction = models.CharField(max_length=4, choices=CampaignDirection.choices, default=CampaignDirection.I2T)
+    scale = models.CharField(max_length=16, choices=Scale.choices, default=Scale.FOUR_CHOICE)
+    rationale_followups = models.BooleanField(default=True)
+    # Query sampling: a count or a fraction of the queries, drawn with the seed.
+    sample_count = models.PositiveIntegerField(null=True, blank=True)
+    sample_fraction = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)]
+    )
+    seed = models.IntegerField(default=0)
+    pool_depth = models.PositiveIntegerField(default=5)
+    gold_exclusion_depth = models.PositiveIntegerField(default=25)
+    candidates_per_hit = models.PositiveIntegerField(default=16, validators=[MinValueValidator(1)])
+    gold_positives_per_hit = models.PositiveIntegerField(default=1)
+    gold_negatives_per_hit = models.PositiveIntegerField(default=1)
+    gold_reuse_limit = models.PositiveIntegerField(default=3)  # how many HITs one gold pair may appear in
+    redundancy = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(9)])
+    reward_cents = models.PositiveIntegerField(default=50)
+    platform_fee_percent = models.FloatField(default=20.0, validators=[MinValueValidator(0.0)])
+    lease_minutes = models.PositiveIntegerField(default=30, validators=[MinValueValidator(1)])
+    max_hits_per_worker = models.PositiveIntegerField(null=True, blank=True)
+    # Qualification before the first HIT.
+    qualification_items = models.PositiveIntegerField(default=6)
+    qualification_pass_mark = models.FloatField(default=0.8)
+    qualification_cooldown_minutes = models.PositiveIntegerField(default=60)
+    # Quality policy.
+    strict_gold = models.BooleanField(default=False)
+    similarity_gold_threshold = models.FloatField(default=3.0)
+    gold_fail_action = models.CharField(max_length=8, choices=GoldFailAction.choices, default=GoldFailAction.REVIEW)
+    auto_approve_hours = models.FloatField(default=72.0)
+    min_seconds_per_item = models.FloatField(default=1.0)
+    confidence_threshold = models.FloatField(default=0.7)
+    extra_assignment_cap = models.PositiveIntegerField(default=0)  # extra answers a low-confidence pair may get
+    created_at = models.DateTimeField(auto_now_add=True)
+    built_at = models.DateTimeField(null=True, blank=True)
+    launched_at = models.DateTimeField(null=True, blank=True)
+    build_report = models.JSONField(default=dict, blank=True)  # proposals, unique pairs, overlap, HITs
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=CampaignStatus.values), name="campaign_status_valid"),
+            models.CheckConstraint(condition=Q(scale__in=Scale.values), name="campaign_scale_valid"),
+            models.CheckConstraint(condition=Q(redundancy__gte=1, redundancy__lte=9), name="campaign_redundancy_range"),
+            models.CheckConstraint(
+                condition=Q(sample_fraction__isnull=True) | Q(sample_fraction__gte=0, sample_fraction__lte=1),
+                name="campaign_sample_fraction_range",
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def hit_size(self) -> int:
+        return self.candidates_per_hit + self.gold_positives_per_hit + self.gold_negatives_per_hit
+
+
+class PairKind(models.TextChoices):
+    IMAGE_CAPTION = "image_caption", "Image and caption"
+    CAPTION_CAPTION = "caption_caption", "Two captions (STS)"
+    IMAGE_IMAGE = "image_image", "Two images (SIS)"
+
+
+class Pair(models.Model):
+    """One unique pair inside a campaign, with its provenance in PairSource.
+
+    image_caption uses (image, caption); caption_caption uses (caption, other_caption);
+    image_image uses (image, other_image).
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="pairs")
+    kind = models.CharField(max_length=16, choices=PairKind.choices, default=PairKind.IMAGE_CAPTION)
+    image = models.ForeignKey(Image, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    caption = models.ForeignKey(Caption, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    other_image = models.ForeignKey(Image, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    other_caption = models.ForeignKey(Caption, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    is_original = models.BooleanField(default=False)  # an original pair of the dataset
+    direction = models.CharField(max_length=3, blank=True)  # the stage that proposed it (i2t, t2i, ...)
+    query_id = models.BigIntegerField(null=True, blank=True)  # the query it was proposed for
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "image", "caption"],
+                condition=Q(kind="image_caption"),
+                name="pair_image_caption_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["campaign", "caption", "other_caption"],
+                condition=Q(kind="caption_caption"),
+                name="pair_caption_caption_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["campaign", "image", "other_image"],
+                condition=Q(kind="image_image"),
+                name="pair_image_image_unique",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(kind="image_caption", image__isnull=False, caption__isnull=False)
+                    | Q(kind="caption_caption", caption__isnull=False, other_caption__isnull=False)
+                    | Q(kind="image_image", image__isnull=False, other_image__isnull=False)
+                ),
+                name="pair_kind_members",
+            ),
+        ]
+
+    def __str__(self):
+        return f"pair {self.pk} ({self.kind})"
+
+
+class PairSource(models.Model):
+    """Which annotator (run) proposed a Pair, for which query, at which rank and score."""
+
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="sources")
+    run = models.ForeignKey(RankingRun, on_delete=models.CASCADE, related_name="+")
+    direction = models.CharField(max_length=3)
+    rank = models.PositiveIntegerField()
+    score = models.FloatField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["pair", "run", "direction"], name="pair_source_unique")]
+
+
+class HitStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    COMPLETE = "complete", "Complete"  # enough approved assignments
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class Hit(models.Model):
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="hits")
+    index = models.PositiveIntegerField()  # order within the campaign, reproducible from the seed
+    stage = models.CharField(max_length=3, default="i2t")  # i2t first, then t2i for `both`
+    status = models.CharField(max_length=16, choices=HitStatus.choices, default=HitStatus.OPEN)
+    assignments_required = models.PositiveIntegerField(default=1)  # redundancy, raised for low confidence
+    external_hit_id = models.CharField(max_length=64, blank=True)  # MTurk HITId when published there
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["campaign_id", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "index"], name="hit_index_unique"),
+            models.CheckConstraint(condition=Q(status__in=HitStatus.values), name="hit_status_valid"),
+            models.CheckConstraint(condition=Q(assignments_required__gte=1), name="hit_assignments_required_positive"),
+        ]
+
+    def __str__(self):
+        return f"HIT {self.campaign_id}/{self.index}"
+
+
+class ItemRole(models.TextChoices):
+    CANDIDATE = "candidate", "Candidate"
+    GOLD_POSITIVE = "gold_positive", "Gold positive"
+    GOLD_NEGATIVE = "gold_negative", "Gold negative"
+    QUALIFICATION = "qualification", "Qualification item"
+
+
+class HitItem(models.Model):
+    """A Pair in a role at a position. The role never reaches a worker's browser."""
+
+    hit = models.ForeignKey(Hit, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveIntegerField()
+    pair = models.ForeignKey(Pair, on_delete=models.CASCADE, related_name="hit_items")
+    role = models.CharField(max_length=16, choices=ItemRole.choices, default=ItemRole.CANDIDATE)
+
+    class Meta:
+        ordering = ["hit_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["hit", "position"], name="hit_item_position_unique"),
+            models.UniqueConstraint(fields=["hit", "pair"], name="hit_item_pair_unique"),
+            models.CheckConstraint(condition=Q(role__in=ItemRole.values), name="hit_item_role_valid"),
+        ]
+
+    def __str__(self):
+        return f"{self.hit} #{self.position}"

@@ -1,0 +1,13 @@
+"""The HTML side: each area of the product keeps its own routes in its views module."""
+
+from annotator.views import accounts, campaigns, datasets, home, research, review, work
+
+urlpatterns = [
+    *home.urlpatterns,
+    *accounts.urlpatterns,
+    *datasets.urlpatterns,
+    *campaigns.urlpatterns,
+    *work.urlpatterns,
+    *review.urlpatterns,
+    *research.urlpatterns,
+]

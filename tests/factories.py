@@ -1,0 +1,147 @@
+"""factory_boy factories for the whole suite, in one place."""
+
+import io
+
+import factory
+from django.contrib.auth import get_user_model
+from django.core.files.base import ContentFile
+from django.utils import timezone
+from PIL import Image as PILImage
+
+from annotator import models
+
+
+def png_bytes(color=(200, 30, 30), size=(32, 24)) -> bytes:
+    buffer = io.BytesIO()
+    PILImage.new("RGB", size, color).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ["username"]
+        skip_postgeneration_save = True
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda u: f"{u.username}@example.org")
+    password = factory.django.Password("correct-horse-battery")
+
+
+class ProfileFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Profile
+        django_get_or_create = ["user"]
+
+    user = factory.SubFactory(UserFactory)
+    role = models.Role.WORKER
+
+
+def user_with_role(role: str, **kwargs):
+    user = UserFactory(**kwargs)
+    ProfileFactory(user=user, role=role)
+    return user
+
+
+class DatasetFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Dataset
+
+    name = factory.Sequence(lambda n: f"dataset-{n}")
+    status = models.DatasetStatus.READY
+
+
+class ImageFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Image
+
+    dataset = factory.SubFactory(DatasetFactory)
+    source_id = factory.Sequence(lambda n: str(1000 + n))
+    file_name = factory.LazyAttribute(lambda o: f"{o.source_id}.png")
+    file = factory.LazyAttribute(lambda o: ContentFile(png_bytes(), name=f"{o.source_id}.png"))
+    thumbnail = factory.LazyAttribute(lambda o: ContentFile(png_bytes(), name=f"{o.source_id}_thumb.png"))
+    content_hash = factory.Sequence(lambda n: f"{n:064x}")
+    width = 32
+    height = 24
+
+
+class CaptionFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Caption
+
+    image = factory.SubFactory(ImageFactory)
+    dataset = factory.SelfAttribute("image.dataset")
+    source_id = factory.Sequence(lambda n: str(50000 + n))
+    text = factory.Sequence(lambda n: f"A red square number {n} on a plain background.")
+
+
+class MachineAnnotatorFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.MachineAnnotator
+        django_get_or_create = ["name"]
+
+    name = factory.Sequence(lambda n: f"annotator-{n}")
+    kind = models.AnnotatorKind.TFIDF_PIVOT
+
+
+class RankingRunFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.RankingRun
+
+    annotator = factory.SubFactory(MachineAnnotatorFactory)
+    dataset = factory.SubFactory(DatasetFactory)
+    status = models.RunStatus.SUCCEEDED
+
+
+class CampaignFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Campaign
+
+    name = factory.Sequence(lambda n: f"campaign-{n}")
+    owner = factory.LazyFunction(lambda: user_with_role(models.Role.REQUESTER))
+    dataset = factory.SubFactory(DatasetFactory)
+
+
+class PairFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Pair
+
+    campaign = factory.SubFactory(CampaignFactory)
+    image = factory.SubFactory(ImageFactory, dataset=factory.SelfAttribute("..campaign.dataset"))
+    caption = factory.SubFactory(CaptionFactory, image=factory.SelfAttribute("..image"))
+    kind = models.PairKind.IMAGE_CAPTION
+
+
+class HitFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Hit
+
+    campaign = factory.SubFactory(CampaignFactory)
+    index = factory.Sequence(lambda n: n)
+
+
+class HitItemFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.HitItem
+
+    hit = factory.SubFactory(HitFactory)
+    position = factory.Sequence(lambda n: n)
+    pair = factory.SubFactory(PairFactory, campaign=factory.SelfAttribute("..hit.campaign"))
+    role = models.ItemRole.CANDIDATE
+
+
+class WorkerFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Worker
+
+    user = factory.LazyFunction(lambda: user_with_role(models.Role.WORKER))
+    pseudonym = factory.Sequence(lambda n: f"w{n:06d}")
+
+
+class AssignmentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Assignment
+
+    hit = factory.SubFactory(HitFactory)
+    worker = factory.SubFactory(WorkerFactory)
+    expires_at = factory.LazyFunction(lambda: timezone.now() + timezone.timedelta(minutes=30))
