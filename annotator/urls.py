@@ -1,6 +1,6 @@
 """The HTML side: each area of the product keeps its own routes in its views module."""
 
-from annotator.views import accounts, campaigns, datasets, home, research, review, work
+from annotator.views import accounts, campaigns, datasets, home, research, review, tokens, work, ranking
 
 urlpatterns = [
     *home.urlpatterns,
@@ -10,4 +10,6 @@ urlpatterns = [
     *work.urlpatterns,
     *review.urlpatterns,
     *research.urlpatterns,
+    *tokens.urlpatterns,
+    *ranking.urlpatterns,
 ]

@@ -1,5 +1,33 @@
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-router = DefaultRouter()
+from api import views
 
-urlpatterns = [*router.urls]
+router = DefaultRouter()
+router.register("datasets", views.DatasetViewSet, basename="api-dataset")
+router.register("annotators", views.MachineAnnotatorViewSet, basename="api-annotator")
+router.register("runs", views.RankingRunViewSet, basename="api-run")
+router.register("campaigns", views.CampaignViewSet, basename="api-campaign")
+router.register("assignments", views.AssignmentViewSet, basename="api-assignment")
+router.register("workers", views.WorkerViewSet, basename="api-worker")
+router.register("labels", views.LabelViewSet, basename="api-label")
+router.register("exports", views.ExportJobViewSet, basename="api-export")
+router.register("evaluations", views.EvaluationViewSet, basename="api-evaluation")
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    *router.urls,
+]
+
+
+def api_not_found(request, *args, **kwargs):
+    """Unknown paths under /api/v1/ answer JSON like every other API error."""
+    from django.http import JsonResponse
+
+    return JsonResponse({"error": f"There is no API endpoint at {request.path}."}, status=404)
+
+
+urlpatterns.append(re_path(r"^.*$", api_not_found))

@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "annotator",
     "api",
     "workers",
@@ -130,12 +131,17 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Vericap API",
     "DESCRIPTION": "Verified image-caption associations: datasets, machine annotators, campaigns, labels.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI and Redoc assets are served locally (drf-spectacular-sidecar), no CDN needed.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Import limits (Pillow): a decompression bomb is refused before it is decoded.
@@ -146,6 +152,11 @@ THUMBNAIL_SIZE = env.int("THUMBNAIL_SIZE", default=384)
 
 # Where ranking runs cache embeddings (through the storage API) and which device they use.
 RANKING_DEVICE = env.str("RANKING_DEVICE", default="auto")
+RANKING_CHUNK_ROWS = env.int("RANKING_CHUNK_ROWS", default=1024)  # query rows per top-K chunk (one commit each)
+RANKING_BLOCK_MB = env.int("RANKING_BLOCK_MB", default=256)  # cap on one chunk's similarity block
+RANKING_SHARD_SIZE = env.int("RANKING_SHARD_SIZE", default=4096)  # items per cached embedding shard
+RANKING_TEXT_BATCH = env.int("RANKING_TEXT_BATCH", default=256)
+RANKING_IMAGE_BATCH = env.int("RANKING_IMAGE_BATCH", default=64)
 
 LOGGING = {
     "version": 1,
@@ -153,3 +164,31 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
 }
+
+# Quality control (issue 6, docs/quality.md): the automatic soft block and the auto-approval beat.
+QUALITY_SOFT_BLOCK_MIN_GOLD = env.int("QUALITY_SOFT_BLOCK_MIN_GOLD", default=6)
+QUALITY_SOFT_BLOCK_GOLD_ACCURACY = env.float("QUALITY_SOFT_BLOCK_GOLD_ACCURACY", default=0.8)
+QUALITY_SOFT_BLOCK_MIN_DECIDED = env.int("QUALITY_SOFT_BLOCK_MIN_DECIDED", default=10)
+QUALITY_SOFT_BLOCK_APPROVAL_RATE = env.float("QUALITY_SOFT_BLOCK_APPROVAL_RATE", default=0.5)
+QUALITY_CAREFUL_ACCURACY = env.float("QUALITY_CAREFUL_ACCURACY", default=0.95)
+QUALITY_CHANCE_ACCURACY = env.float("QUALITY_CHANCE_ACCURACY", default=0.5)
+QUALITY_SPAMMER_PRIOR = env.float("QUALITY_SPAMMER_PRIOR", default=0.2)
+QUALITY_SOFT_BLOCK_POSTERIOR = env.float("QUALITY_SOFT_BLOCK_POSTERIOR", default=0.95)
+QUALITY_TRUSTED_MIN_GOLD = env.int("QUALITY_TRUSTED_MIN_GOLD", default=6)
+QUALITY_TRUSTED_MAX_POSTERIOR = env.float("QUALITY_TRUSTED_MAX_POSTERIOR", default=0.05)
+CELERY_BEAT_SCHEDULE["quality-auto-approve"] = {
+    "task": "workers.tasks.quality.assignments_auto_approve_task",
+    "schedule": env.float("QUALITY_AUTO_APPROVE_EVERY_SECONDS", default=300.0),
+}
+
+# Crowd workers (issue 5, docs/workers.md): sign-up invite code (empty = open) and the lease-expiry beat.
+SIGNUP_INVITE_CODE = env.str("SIGNUP_INVITE_CODE", default="")
+CELERY_BEAT_SCHEDULE["leases-expire"] = {
+    "task": "workers.tasks.leases.assignments_expire_task",
+    "schedule": env.float("LEASES_EXPIRE_EVERY_SECONDS", default=60.0),
+}
+
+# Campaign estimates (campaigns area): a worker's seconds per HIT item (ECCV's lab study: 4-8 minutes for
+# an 18-item HIT) and how many workers are busy at the same time on average.
+CAMPAIGN_SECONDS_PER_ITEM = env.float("CAMPAIGN_SECONDS_PER_ITEM", default=20.0)
+CAMPAIGN_ACTIVE_WORKERS = env.int("CAMPAIGN_ACTIVE_WORKERS", default=10)

@@ -9,3 +9,9 @@ def _media_in_tmp(settings, tmp_path):
         **settings.STORAGES,
         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     }
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Factories hash a password per user; the production hasher would make every test slow."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -145,3 +145,66 @@ class AssignmentFactory(factory.django.DjangoModelFactory):
     hit = factory.SubFactory(HitFactory)
     worker = factory.SubFactory(WorkerFactory)
     expires_at = factory.LazyFunction(lambda: timezone.now() + timezone.timedelta(minutes=30))
+
+
+def live_campaign_with_hits(*, hits: int = 2, candidates: int = 2, redundancy: int = 1, **campaign_kwargs):
+    """A live campaign with `hits` HITs of `candidates` candidates + 1 gold positive + 1 gold negative.
+
+    The two gold pairs are shared by every HIT (as the gold reuse of a real build); positions put the gold
+    items in the middle, as a real build shuffles them. Used by the worker-area tests (issue 5).
+    """
+    campaign_kwargs.setdefault("qualification_items", 2)
+    campaign = CampaignFactory(
+        status=models.CampaignStatus.LIVE,
+        redundancy=redundancy,
+        candidates_per_hit=candidates,
+        launched_at=timezone.now(),
+        **campaign_kwargs,
+    )
+    gold_positive = PairFactory(campaign=campaign, is_original=True)
+    other = PairFactory(campaign=campaign, is_original=True)
+    gold_negative = PairFactory(campaign=campaign, image=gold_positive.image, caption=other.caption)
+    for index in range(hits):
+        hit = HitFactory(campaign=campaign, index=index, assignments_required=redundancy)
+        pairs = [PairFactory(campaign=campaign) for _ in range(candidates)]
+        roles = [models.ItemRole.CANDIDATE] * candidates
+        middle = candidates // 2
+        pairs[middle:middle] = [gold_positive, gold_negative]
+        roles[middle:middle] = [models.ItemRole.GOLD_POSITIVE, models.ItemRole.GOLD_NEGATIVE]
+        for position, (pair, role) in enumerate(zip(pairs, roles)):
+            HitItemFactory(hit=hit, position=position, pair=pair, role=role)
+    return campaign
+
+
+class LabelFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Label
+
+    pair = factory.SubFactory(PairFactory)
+    method = models.AggregationMethod.MAJORITY
+    choice = models.Choice.YES
+    is_positive = factory.LazyAttribute(lambda o: o.choice in models.POSITIVE_CHOICES)
+    is_positive_strict = factory.LazyAttribute(lambda o: o.choice in models.STRICT_POSITIVE_CHOICES)
+    confidence = 1.0
+    answer_count = 1
+
+
+class ExportJobFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.ExportJob
+
+    campaign = factory.SubFactory(CampaignFactory)
+    created_by = factory.SelfAttribute("campaign.owner")
+    format = models.ExportFormat.ECCV_JSON
+    method = models.AggregationMethod.MAJORITY
+
+
+class EvaluationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = models.Evaluation
+
+    campaign = factory.SubFactory(CampaignFactory)
+    created_by = factory.SelfAttribute("campaign.owner")
+    name = factory.Sequence(lambda n: f"model-{n}")
+    method = models.AggregationMethod.MAJORITY
+    results = factory.LazyFunction(dict)

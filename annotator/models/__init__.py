@@ -42,5 +42,7 @@ from annotator.models.ranking import (
     RankingRun,
     RunStatus,
 )
+from annotator.models.quality import CleanupKind, CleanupProposal, CleanupStatus, TrustAction, WorkerTrustEvent
+from annotator.models.research import EXPORT_TRANSITIONS, Evaluation, ExportFormat, ExportJob, ExportStatus, ExportVariant
 
 __all__ = [name for name in dir() if not name.startswith("_")]

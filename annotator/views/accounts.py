@@ -1,1 +1,95 @@
-urlpatterns = []
+"""Coming in: local sign-up (optionally with an invite code), log-in, log-out (POST)."""
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.views.decorators.debug import sensitive_post_parameters
+
+from annotator.errors import ApplicationError
+from annotator.models import Role
+from annotator.services.workers import worker_signup
+from annotator.views.access import user_role
+
+
+class SignupForm(forms.Form):
+    username = forms.CharField(label="User name", max_length=150,
+                               widget=forms.TextInput(attrs={"autocomplete": "username", "autofocus": True}))
+    email = forms.EmailField(label="Email (optional)", required=False,
+                             widget=forms.EmailInput(attrs={"autocomplete": "email"}))
+    password = forms.CharField(label="Password", strip=False,
+                               widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+                               help_text="At least 8 characters, not a common password.")
+    password_again = forms.CharField(label="Password again", strip=False,
+                                     widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}))
+    invite_code = forms.CharField(label="Invite code", required=False, max_length=200)
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("password") and cleaned.get("password") != cleaned.get("password_again"):
+            self.add_error("password_again", "The two passwords differ.")
+        return cleaned
+
+
+def _invite_required() -> bool:
+    return bool(getattr(settings, "SIGNUP_INVITE_CODE", ""))
+
+
+@sensitive_post_parameters("password", "password_again")
+def signup(request):
+    """Create a crowd-worker account, log it in and go to the worker's page."""
+    if request.user.is_authenticated:
+        return redirect("work_home")
+    form = SignupForm(request.POST or None, initial={"invite_code": request.GET.get("invite", "")})
+    if not _invite_required():
+        del form.fields["invite_code"]
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                worker = worker_signup(
+                    username=form.cleaned_data["username"],
+                    password=form.cleaned_data["password"],
+                    email=form.cleaned_data.get("email", ""),
+                    invite_code=form.cleaned_data.get("invite_code", ""),
+                )
+            except ApplicationError as error:
+                field = error.extra.get("field")
+                form.add_error(field if field in form.fields else None, error.message)
+            else:
+                login(request, worker.user, backend="django.contrib.auth.backends.ModelBackend")
+                messages.success(request, "Welcome! Pick a campaign below to start working.")
+                return redirect("work_home")
+        status = 400
+    return render(request, "registration/signup.html", {"form": form}, status=status)
+
+
+class LoginView(auth_views.LoginView):
+    """Log-in; crowd workers land on their work page, others where they were going (or home)."""
+
+    template_name = "registration/login.html"
+    redirect_authenticated_user = True
+
+    def get_success_url(self):
+        target = self.get_redirect_url()
+        if target:
+            return target
+        if user_role(self.request.user) == Role.WORKER:
+            return reverse("work_home")
+        return super().get_success_url()
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        response.status_code = 400
+        return response
+
+
+urlpatterns = [
+    path("accounts/signup/", signup, name="signup"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
+    # Django's LogoutView accepts POST only (a GET cannot log anyone out behind their back).
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+]

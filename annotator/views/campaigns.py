@@ -1,1 +1,228 @@
-urlpatterns = []
+"""Requester pages for campaigns: list, create, detail with pre-launch statistics, state buttons.
+
+Requester-only; a requester sees only their own campaigns (and those shared with them): any other id is
+a 404. Every state change is a POST with CSRF that calls a service; service errors render as a 4xx page.
+"""
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from annotator.errors import ApplicationError
+from annotator.models import Campaign, CampaignStatus, Dataset, DatasetStatus, RankingRun, Role
+from annotator.scales import campaign_scale
+from annotator.selectors.campaigns import (
+    campaign_get_for_owner,
+    campaign_list_for_owner,
+    campaign_statistics,
+    runs_available,
+)
+from annotator.services.campaigns import (
+    OPTION_FIELDS,
+    campaign_add_run,
+    campaign_build,
+    campaign_create,
+    campaign_finish,
+    campaign_launch,
+    campaign_pause,
+    campaign_resume,
+)
+from annotator.views.access import application_errors_as_400, role_required
+
+FIELDSETS = [
+    ("What to verify", ["name", "dataset", "runs", "direction", "scale", "rationale_followups"]),
+    ("Which queries and candidates", ["sample_count", "sample_fraction", "seed", "pool_depth", "gold_exclusion_depth"]),
+    (
+        "HIT composition",
+        ["candidates_per_hit", "gold_positives_per_hit", "gold_negatives_per_hit", "gold_reuse_limit", "redundancy"],
+    ),
+    ("Pay and time", ["reward_cents", "platform_fee_percent", "lease_minutes", "max_hits_per_worker"]),
+    (
+        "Quality",
+        [
+            "qualification_items",
+            "qualification_pass_mark",
+            "qualification_cooldown_minutes",
+            "strict_gold",
+            "similarity_gold_threshold",
+            "gold_fail_action",
+            "auto_approve_hours",
+            "min_seconds_per_item",
+            "confidence_threshold",
+            "extra_assignment_cap",
+        ],
+    ),
+]
+HELP = {
+    "direction": "Both = ECCV's two stages: image-to-caption HITs first, then caption-to-image HITs.",
+    "scale": "Caption-caption and image-image campaigns use the 0-5 similarity scale.",
+    "rationale_followups": "Ask why for 'Partially YES' and 'Mostly NO' (four-choice scale only).",
+    "sample_count": "Queries drawn per stage with the seed; leave both empty to take every query.",
+    "sample_fraction": "Between 0 and 1, instead of a count.",
+    "seed": "The same seed and options build the same HITs.",
+    "pool_depth": "Each annotator's top k per query goes into the pool (ECCV: 5).",
+    "gold_exclusion_depth": "Gold negatives are in no annotator's top this many for their query (ECCV: 25).",
+    "gold_reuse_limit": "A gold pair appears in at most this many HITs.",
+    "redundancy": "Distinct workers per HIT, 1 to 9.",
+    "reward_cents": "Paid per approved HIT, in cents.",
+    "platform_fee_percent": "Added on top of the rewards in the cost estimate.",
+    "max_hits_per_worker": "Leave empty for no cap.",
+}
+
+
+class RunChoices(forms.CheckboxSelectMultiple):
+    """Checkboxes that carry their run's dataset, so the page can show only the chosen dataset's runs."""
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex=subindex, attrs=attrs)
+        instance = getattr(value, "instance", None)
+        if instance is not None:
+            option["attrs"]["data-dataset"] = str(instance.dataset_id)
+        return option
+
+
+class RunField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, run: RankingRun) -> str:
+        return f"{run.annotator.name} on {run.dataset.name} (run {run.pk}, top {run.top_k})"
+
+
+class CampaignForm(forms.ModelForm):
+    dataset = forms.ModelChoiceField(queryset=Dataset.objects.none())
+    runs = RunField(queryset=RankingRun.objects.none(), widget=RunChoices, help_text="Succeeded ranking runs of the dataset.")
+
+    class Meta:
+        model = Campaign
+        fields = list(OPTION_FIELDS)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["dataset"].queryset = Dataset.objects.filter(status=DatasetStatus.READY).order_by("name")
+        self.fields["runs"].queryset = runs_available()
+        for name, text in HELP.items():
+            self.fields[name].help_text = text
+        self.order_fields([name for _title, names in FIELDSETS for name in names])
+
+    def fieldsets(self):
+        return [(title, [self[name] for name in names]) for title, names in FIELDSETS]
+
+
+def _campaign_or_404(request, campaign_id: int) -> Campaign:
+    campaign = campaign_get_for_owner(owner=request.user, campaign_id=campaign_id)
+    if campaign is None:
+        raise Http404("No such campaign.")
+    return campaign
+
+
+@require_GET
+@role_required(Role.REQUESTER)
+def campaign_list(request):
+    return render(request, "campaigns/list.html", {"campaigns": campaign_list_for_owner(owner=request.user)})
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.REQUESTER)
+def campaign_new(request):
+    initial = {}
+    if request.GET.get("dataset", "").isdigit():
+        initial["dataset"] = int(request.GET["dataset"])
+    form = CampaignForm(request.POST or None, initial=initial)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            data = dict(form.cleaned_data)
+            dataset, runs = data.pop("dataset"), list(data.pop("runs"))
+            try:
+                campaign = campaign_create(owner=request.user, dataset=dataset, runs=runs, **data)
+            except ApplicationError as error:
+                for message in error.extra.get("errors") or [error.message]:
+                    form.add_error(None, message)
+            else:
+                messages.success(request, f"Campaign {campaign.name} is saved as a draft. Build it to see its HITs.")
+                return redirect("campaign-detail", campaign_id=campaign.pk)
+        status = 400
+    return render(request, "campaigns/new.html", {"form": form}, status=status)
+
+
+@require_GET
+@role_required(Role.REQUESTER)
+def campaign_detail(request, campaign_id: int):
+    campaign = _campaign_or_404(request, campaign_id)
+    built = campaign.status != CampaignStatus.DRAFT
+    stats = campaign_statistics(campaign=campaign) if built else None
+    runs = list(campaign.runs.select_related("annotator").order_by("pk"))
+    addable = runs_available(dataset=campaign.dataset).exclude(pk__in=[r.pk for r in runs])
+    overlap_rows = []
+    if stats:
+        overlap = stats["overlap"]
+        overlap_rows = [
+            (name, [(overlap["both"][i][j], overlap["either"][i][j], overlap["jaccard"][i][j]) for j in range(len(overlap["runs"]))])
+            for i, name in enumerate(overlap["names"])
+        ]
+    context = {
+        "campaign": campaign,
+        "stats": stats,
+        "runs": runs,
+        "addable_runs": addable if campaign.status in (CampaignStatus.BUILT, CampaignStatus.LIVE, CampaignStatus.PAUSED) else [],
+        "overlap_rows": overlap_rows,
+        "stages": campaign.build_report.get("stages", []),
+        "scale": campaign_scale(campaign=campaign),
+        "cost_total": (stats["cost"]["total_cents"] / 100.0) if stats else None,
+        "can": {
+            "build": campaign.status in (CampaignStatus.DRAFT, CampaignStatus.BUILT),
+            "launch": campaign.status == CampaignStatus.BUILT,
+            "pause": campaign.status == CampaignStatus.LIVE,
+            "resume": campaign.status == CampaignStatus.PAUSED,
+            "finish": campaign.status in (CampaignStatus.LIVE, CampaignStatus.PAUSED),
+        },
+    }
+    return render(request, "campaigns/detail.html", context)
+
+
+ACTIONS = {
+    "build": (campaign_build, "Built: {hits} HITs are ready. Check the numbers, then launch."),
+    "launch": (campaign_launch, "Launched: workers can take its HITs now."),
+    "pause": (campaign_pause, "Paused: no new HITs are handed out; leases already taken can still be submitted."),
+    "resume": (campaign_resume, "Resumed: workers can take its HITs again."),
+    "finish": (campaign_finish, "Finished: no more HITs are handed out."),
+}
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def campaign_action(request, campaign_id: int, action: str):
+    if action not in ACTIONS:
+        raise Http404("No such action.")
+    campaign = _campaign_or_404(request, campaign_id)
+    service, message = ACTIONS[action]
+    campaign = service(campaign=campaign)
+    messages.success(request, message.format(hits=campaign.hits.count()))
+    return redirect("campaign-detail", campaign_id=campaign.pk)
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def campaign_run_add(request, campaign_id: int):
+    campaign = _campaign_or_404(request, campaign_id)
+    try:
+        run = runs_available(dataset=campaign.dataset).get(pk=int(request.POST.get("run", "")))
+    except (ValueError, RankingRun.DoesNotExist):
+        raise ApplicationError("Choose a succeeded ranking run of this campaign's dataset.") from None
+    before = campaign.hits.count()
+    campaign = campaign_add_run(campaign=campaign, run=run)
+    added = campaign.hits.count() - before
+    messages.success(request, f"Added {run.annotator.name}: {added} new HITs with the pairs it alone proposed.")
+    return redirect(reverse("campaign-detail", kwargs={"campaign_id": campaign.pk}))
+
+
+urlpatterns = [
+    path("campaigns/", campaign_list, name="campaign-list"),
+    path("campaigns/new/", campaign_new, name="campaign-new"),
+    path("campaigns/<int:campaign_id>/", campaign_detail, name="campaign-detail"),
+    path("campaigns/<int:campaign_id>/runs/", campaign_run_add, name="campaign-run-add"),
+    path("campaigns/<int:campaign_id>/<str:action>/", campaign_action, name="campaign-action"),
+]

@@ -1,1 +1,139 @@
-urlpatterns = []
+"""The researcher's pages: campaigns shared with me, label counts, exports to download, model evaluation."""
+
+from django.contrib import messages
+from django.db.models import Count, Q
+from django.http import FileResponse, Http404
+from django.shortcuts import redirect, render
+from django.urls import path
+from django.views.decorators.http import require_http_methods, require_POST
+
+from annotator.errors import ApplicationError
+from annotator.models import AggregationMethod, ExportFormat, ExportStatus, ExportVariant, Role
+from annotator.selectors.research import (
+    campaign_get_readable,
+    campaign_list_readable,
+    evaluation_list_readable,
+    export_list_readable,
+    label_counts,
+)
+from annotator.services.evaluation import evaluation_create, rankings_parse
+from annotator.services.exports import export_create, export_file_name
+from annotator.views.access import application_errors_as_400, role_required
+
+READERS = (Role.REQUESTER, Role.RESEARCHER)
+METRIC_COLUMNS = [("r1", "R@1"), ("r5", "R@5"), ("r10", "R@10"), ("r_precision", "R-Precision"), ("map_at_r", "mAP@R")]
+
+
+def _campaign_or_404(request, campaign_id):
+    try:
+        return campaign_get_readable(user=request.user, campaign_id=campaign_id)
+    except ApplicationError:
+        raise Http404("No such campaign is shared with you.") from None
+
+
+@role_required(*READERS)
+@require_http_methods(["GET"])
+def research_home(request):
+    campaigns = (
+        campaign_list_readable(user=request.user)
+        .select_related("dataset", "owner")
+        .annotate(
+            label_total=Count("pairs__labels", distinct=True),
+            positive_total=Count("pairs__labels", filter=Q(pairs__labels__is_positive=True), distinct=True),
+        )
+        .order_by("-created_at")
+    )
+    return render(request, "research/home.html", {"campaigns": campaigns})
+
+
+@role_required(*READERS)
+@require_http_methods(["GET"])
+def research_campaign(request, campaign_id: int):
+    campaign = _campaign_or_404(request, campaign_id)
+    exports = export_list_readable(user=request.user).filter(campaign=campaign).order_by("-id")[:20]
+    evaluations = evaluation_list_readable(user=request.user).filter(campaign=campaign).order_by("-id")[:20]
+    rows = []
+    for evaluation in evaluations:
+        results = evaluation.results or {}
+        for direction in ("i2t", "t2i"):
+            verified = results.get("verified", {}).get(direction, {})
+            original = results.get("original", {}).get(direction, {})
+            counts = results.get("counts", {}).get(direction, {})
+            rows.append(
+                {
+                    "evaluation": evaluation,
+                    "direction": direction,
+                    "verified": [verified.get(key) for key, _ in METRIC_COLUMNS],
+                    "original": [original.get(key) for key in ("r1", "r5", "r10")],
+                    "queries": counts.get("queries", 0),
+                    "missing": counts.get("missing_rankings", 0),
+                }
+            )
+    context = {
+        "campaign": campaign,
+        "counts": label_counts(campaign=campaign),
+        "exports": exports,
+        "pending": any(job.status in (ExportStatus.QUEUED, ExportStatus.RUNNING) for job in exports),
+        "evaluation_rows": rows,
+        "metric_columns": METRIC_COLUMNS,
+        "formats": ExportFormat.choices,
+        "variants": ExportVariant.choices,
+        "methods": AggregationMethod.choices,
+    }
+    return render(request, "research/campaign.html", context)
+
+
+@role_required(*READERS)
+@require_POST
+@application_errors_as_400
+def research_export(request, campaign_id: int):
+    campaign = _campaign_or_404(request, campaign_id)
+    job = export_create(
+        campaign=campaign,
+        user=request.user,
+        format=request.POST.get("format", ""),
+        variant=request.POST.get("variant", ExportVariant.LENIENT),
+        method=request.POST.get("method") or None,
+        merge_original=request.POST.get("merge_original") == "on",
+    )
+    messages.success(request, f"Export {job.pk} started; it is listed below with its status.")
+    return redirect("research-campaign", campaign_id=campaign.pk)
+
+
+@role_required(*READERS)
+@require_POST
+@application_errors_as_400
+def research_evaluate(request, campaign_id: int):
+    campaign = _campaign_or_404(request, campaign_id)
+    upload = request.FILES.get("rankings")
+    if upload is None:
+        raise ApplicationError("Choose a rankings JSON file to upload.")
+    rankings = rankings_parse(raw=upload.read())
+    evaluation = evaluation_create(
+        campaign=campaign,
+        user=request.user,
+        name=request.POST.get("name", ""),
+        rankings=rankings,
+        method=request.POST.get("method") or None,
+        variant=request.POST.get("variant", ExportVariant.LENIENT),
+    )
+    messages.success(request, f"Evaluated {evaluation.name}; its scores are in the table.")
+    return redirect(f"/research/campaigns/{campaign.pk}/#evaluations")
+
+
+@role_required(*READERS)
+@require_http_methods(["GET"])
+def research_download(request, export_id: int):
+    job = export_list_readable(user=request.user).filter(pk=export_id).first()
+    if job is None or job.status != ExportStatus.SUCCEEDED or not job.file:
+        raise Http404("No finished export with this number is shared with you.")
+    return FileResponse(job.file.open("rb"), as_attachment=True, filename=export_file_name(job))
+
+
+urlpatterns = [
+    path("research/", research_home, name="research-home"),
+    path("research/campaigns/<int:campaign_id>/", research_campaign, name="research-campaign"),
+    path("research/campaigns/<int:campaign_id>/export", research_export, name="research-export"),
+    path("research/campaigns/<int:campaign_id>/evaluate", research_evaluate, name="research-evaluate"),
+    path("research/exports/<int:export_id>/download", research_download, name="research-download"),
+]

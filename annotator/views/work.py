@@ -1,1 +1,477 @@
-urlpatterns = []
+"""The crowd worker's pages: dashboard, "start working", qualification, the HIT page, MTurk arrival.
+
+Thin: every write is a service in annotator/services/{assignments,qualification,workers}.py, every read
+a selector in annotator/selectors/work.py. A worker reaches only their own assignments (404 otherwise).
+What a browser receives about items comes from hit_worker_items (never a pair id, a role or provenance).
+"""
+
+import json
+from functools import wraps
+from urllib.parse import urlencode, urlsplit
+
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from annotator import scales
+from annotator.errors import ApplicationError
+from annotator.models import (
+    AssignmentStatus,
+    Campaign,
+    CampaignStatus,
+    Choice,
+    Hit,
+    Pair,
+    QualificationAttempt,
+    Role,
+    Scale,
+    Shortcoming,
+    Worker,
+    WrongAspect,
+)
+from annotator.selectors import work as work_selectors
+from annotator.services import assignments as assignment_services
+from annotator.services import qualification as qualification_services
+from annotator.services.workers import worker_for_external, worker_for_user, worker_set_auto_accept
+from annotator.views.access import user_role
+
+MTURK_PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
+MTURK_SUBMIT_HOSTS = {"www.mturk.com", "workersandbox.mturk.com"}
+MTURK_FRAME_ANCESTORS = "frame-ancestors https://www.mturk.com https://workersandbox.mturk.com"
+SESSION_MTURK_WORKER = "mturk_worker_id"
+SESSION_MTURK_SUBMIT_TO = "mturk_submit_to"
+
+# Short labels along the slider, as in the Crisscrossed Captions interfaces (seeds/003, Figures 4-6); the full
+# wording of each point (its Table 2) comes from annotator/scales.py and is shown in the instructions and as a
+# tooltip. No number is shown.
+SLIDER_LABELS = {
+    "image_caption": ["Completely unmatched", "Thematically matched", "Share some details", "Roughly matched",
+                      "Mostly matched", "Perfectly matched"],
+    "caption_caption": ["On different topics", "Same topic only", "Share some details", "Roughly equivalent",
+                        "Mostly equivalent", "Completely equivalent"],
+    "image_image": ["Completely dissimilar", "Not equivalent", "Partially similar", "Roughly equivalent",
+                    "Mostly equivalent", "Completely equivalent"],
+}
+
+
+def similarity_wording(kind: str = "image_caption") -> list[dict]:
+    """The 0-5 anchors, lowest first: value, short label and the Crisscrossed wording."""
+    labels = SLIDER_LABELS.get(kind, SLIDER_LABELS["image_caption"])
+    anchors = {row["score"]: row["text"] for row in scales.similarity_wording(kind=kind)["anchors"]}
+    return [{"value": value, "label": labels[value], "text": anchors[value]} for value in range(6)]
+
+
+def _campaign_kind(campaign: Campaign) -> str:
+    return {"t2t": "caption_caption", "i2i": "image_image"}.get(campaign.direction, "image_caption")
+
+
+def _external_worker(request) -> Worker | None:
+    worker_id = request.session.get(SESSION_MTURK_WORKER)
+    if not worker_id:
+        return None
+    return Worker.objects.filter(pk=worker_id).first()
+
+
+def worker_required(view):
+    """A crowd worker: a logged-in account with the worker role, or an MTurk worker of this session."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        worker = None
+        if request.user.is_authenticated:
+            if user_role(request.user) != Role.WORKER:
+                raise PermissionDenied("These pages are for crowd workers.")
+            worker = worker_for_user(user=request.user)
+        else:
+            worker = _external_worker(request)
+        if worker is None:
+            return redirect_to_login(request.get_full_path())
+        request.worker = worker
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def _wants_json(request) -> bool:
+    return "application/json" in request.headers.get("Accept", "") or request.content_type == "application/json"
+
+
+def _error_response(request, error: ApplicationError):
+    if _wants_json(request):
+        return JsonResponse({"error": error.message, **error.extra}, status=error.status)
+    return render(request, "error.html", {"message": error.message, "extra": error.extra}, status=error.status)
+
+
+def handles_application_errors(view):
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except ApplicationError as error:
+            return _error_response(request, error)
+
+    return wrapped
+
+
+def _own_assignment(request, assignment_id: int):
+    assignment = work_selectors.assignment_for_worker(worker=request.worker, assignment_id=assignment_id)
+    if assignment is None:
+        raise Http404("No such assignment.")
+    return assignment
+
+
+def _allow_mturk_frame(response, worker: Worker):
+    """MTurk shows an ExternalQuestion in an iframe: allow exactly MTurk's origins to frame it."""
+    if worker.external_id:
+        response.xframe_options_exempt = True
+        response["Content-Security-Policy"] = MTURK_FRAME_ANCESTORS
+    return response
+
+
+# ---- dashboard and campaigns -------------------------------------------------------------------
+
+
+@require_GET
+@worker_required
+def work_home(request):
+    context = {
+        "worker": request.worker,
+        "stats": work_selectors.worker_dashboard(worker=request.worker),
+        "campaigns": work_selectors.campaigns_open_for_worker(worker=request.worker),
+        "recent": work_selectors.worker_recent_assignments(worker=request.worker),
+    }
+    return render(request, "work/home.html", context)
+
+
+@require_POST
+@worker_required
+def work_auto_accept(request):
+    enabled = request.POST.get("enabled") in ("1", "on", "true")
+    worker_set_auto_accept(worker=request.worker, enabled=enabled)
+    messages.success(request, "The next HIT will open by itself after each submit." if enabled
+                     else "After each submit you go back to your page.")
+    return redirect("work_home")
+
+
+def _live_campaign(campaign_id: int) -> Campaign:
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    if campaign.status not in (CampaignStatus.LIVE, CampaignStatus.PAUSED, CampaignStatus.FINISHED):
+        raise Http404("No such campaign.")
+    return campaign
+
+
+@require_GET
+@worker_required
+def work_campaign(request, campaign_id: int):
+    """The "Start working" page: what the task is, the qualification state, the start button."""
+    campaign = _live_campaign(campaign_id)
+    context = {
+        "campaign": campaign,
+        "qualification": work_selectors.qualification_state(campaign=campaign, worker=request.worker),
+        "similarity": campaign.scale == Scale.SIMILARITY,
+        "wording": similarity_wording(_campaign_kind(campaign)),
+        "worker": request.worker,
+        **_scale_context(campaign),
+    }
+    return render(request, "work/campaign.html", context)
+
+
+@require_POST
+@worker_required
+@handles_application_errors
+def work_claim(request, campaign_id: int):
+    campaign = _live_campaign(campaign_id)
+    if not work_selectors.worker_is_qualified(campaign=campaign, worker=request.worker):
+        return redirect("work_qualification", campaign_id=campaign.pk)
+    assignment = assignment_services.assignment_claim(campaign=campaign, worker=request.worker)
+    return redirect("work_hit", assignment_id=assignment.pk)
+
+
+# ---- qualification ----------------------------------------------------------------------------
+
+
+def _qualification_items(attempt: QualificationAttempt) -> list[dict]:
+    pairs = Pair.objects.select_related("image", "caption", "other_image", "other_caption").in_bulk(attempt.items)
+    return [
+        {"index": index, "number": index + 1, **work_selectors.pair_display(pair=pairs[pair_id])}
+        for index, pair_id in enumerate(attempt.items)
+        if pair_id in pairs
+    ]
+
+
+@worker_required
+@handles_application_errors
+def work_qualification(request, campaign_id: int):
+    campaign = _live_campaign(campaign_id)
+    state = work_selectors.qualification_state(campaign=campaign, worker=request.worker)
+    if state in ("passed", "not_required"):
+        return redirect("work_campaign", campaign_id=campaign.pk)
+    attempt = qualification_services.qualification_start(campaign=campaign, worker=request.worker)
+    status = 200
+    error = None
+    if request.method == "POST":
+        answers = {key[len("q-"):]: value for key, value in request.POST.items() if key.startswith("q-")}
+        try:
+            attempt = qualification_services.qualification_submit(attempt=attempt, worker=request.worker,
+                                                                  answers=answers)
+        except ApplicationError as exc:
+            error, status = exc.message, exc.status
+        else:
+            if attempt.passed:
+                messages.success(request, f"You passed the test ({attempt.score:.0%}). You can start working.")
+                target = request.GET.get("next", "")
+                if target.startswith("/mturk/") and url_has_allowed_host_and_scheme(
+                        target, allowed_hosts={request.get_host()}):
+                    return redirect(target)  # back to the MTurk HIT the worker accepted
+                return redirect("work_campaign", campaign_id=campaign.pk)
+            messages.error(request, f"Not passed this time ({attempt.score:.0%}, {campaign.qualification_pass_mark:.0%}"
+                                    f" needed). You can try again in {campaign.qualification_cooldown_minutes} minutes.")
+            return redirect("work_campaign", campaign_id=campaign.pk)
+    context = {
+        "campaign": campaign,
+        "attempt": attempt,
+        "items": _qualification_items(attempt),
+        "error": error,
+        "posted": request.POST if request.method == "POST" else {},
+        "wording": similarity_wording(_campaign_kind(campaign)),
+        **_scale_context(campaign),
+    }
+    return render(request, "work/qualification.html", context, status=status)
+
+
+# ---- the HIT page -----------------------------------------------------------------------------
+
+
+def _scale_context(campaign: Campaign) -> dict:
+    return {
+        "similarity": campaign.scale == Scale.SIMILARITY,
+        "followups": campaign.rationale_followups and campaign.scale == Scale.FOUR_CHOICE,
+        "choices": [{"value": value, "label": label, "key": number} for number, (value, label)
+                    in enumerate(Choice.choices, start=1)],
+        "shortcomings": [{"value": value, "label": label} for value, label in Shortcoming.choices],
+        "aspects": [{"value": value, "label": label} for value, label in WrongAspect.choices],
+        "needs_reasons": ["partially_yes", "mostly_no"],
+    }
+
+
+def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: str) -> dict:
+    rows = []
+    for item in items:
+        saved = answers.get(item["token"], {})
+        rows.append({**item, "saved": saved})
+    return {
+        "campaign": campaign,
+        "items": rows,
+        "mode": mode,
+        "wording": similarity_wording(items[0]["kind"] if items else "image_caption"),
+        "total": len(rows),
+        **_scale_context(campaign),
+    }
+
+
+@require_GET
+@worker_required
+def work_hit(request, assignment_id: int):
+    assignment = _own_assignment(request, assignment_id)
+    campaign = assignment.hit.campaign
+    items = work_selectors.hit_items_for_worker(hit=assignment.hit)
+    answers = work_selectors.assignment_answers_for_worker(assignment=assignment)
+    editable = assignment.status == AssignmentStatus.RESERVED and not assignment_is_expired(assignment)
+    context = _hit_context(campaign=campaign, items=items, answers=answers, mode="edit" if editable else "view")
+    context.update(
+        assignment=assignment,
+        expired=assignment_is_expired(assignment),
+        page_data={
+            "answerUrl": reverse("work_answer", args=[assignment.pk]),
+            "submitUrl": reverse("work_submit", args=[assignment.pk]),
+            "scale": campaign.scale,
+            "followups": context["followups"],
+            "expiresAt": assignment.expires_at.isoformat(),
+            "answers": answers,
+            "editable": editable,
+            "campaignId": campaign.pk,
+        },
+    )
+    response = render(request, "work/hit.html", context)
+    return _allow_mturk_frame(response, request.worker)
+
+
+def assignment_is_expired(assignment) -> bool:
+    return assignment.status == AssignmentStatus.RESERVED and assignment.expires_at <= timezone.now()
+
+
+def _json_body(request) -> dict:
+    try:
+        body = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise ApplicationError("The request body is not valid JSON.")
+    if not isinstance(body, dict):
+        raise ApplicationError("The request body must be a JSON object.")
+    return body
+
+
+@require_POST
+@worker_required
+@handles_application_errors
+def work_answer(request, assignment_id: int):
+    """Autosave one item (JSON in, JSON out). CSRF-protected like every POST."""
+    assignment = _own_assignment(request, assignment_id)
+    body = _json_body(request)
+    for key in ("shortcomings", "wrong_aspects"):
+        if body.get(key) is not None and not isinstance(body.get(key), list):
+            raise ApplicationError(f"{key} must be a list.")
+    answer = assignment_services.answer_save(
+        assignment=assignment,
+        worker=request.worker,
+        item_token=str(body.get("item_token") or ""),
+        choice=body.get("choice") if isinstance(body.get("choice"), str) else "",
+        score=body.get("score"),
+        shortcomings=body.get("shortcomings"),
+        wrong_aspects=body.get("wrong_aspects"),
+        comment=body.get("comment") if isinstance(body.get("comment"), str) else "",
+        seconds_spent=body.get("seconds_spent"),
+    )
+    missing = assignment_services.answer_missing(campaign=assignment.hit.campaign, answer=answer)
+    return JsonResponse({"saved": True, "complete": missing is None, "missing": missing})
+
+
+def _answers_from_form(post) -> list[dict]:
+    """The no-JavaScript submit: fields choice-<token>, score-<token>, shortcomings-<token>, ... ."""
+    tokens = {key.split("-", 1)[1] for key in post if "-" in key and key.split("-", 1)[0] in
+              ("choice", "score", "shortcomings", "aspects", "comment", "seconds")}
+    return [
+        {
+            "item_token": token,
+            "choice": post.get(f"choice-{token}", ""),
+            "score": post.get(f"score-{token}") or None,
+            "shortcomings": post.getlist(f"shortcomings-{token}"),
+            "wrong_aspects": post.getlist(f"aspects-{token}"),
+            "comment": post.get(f"comment-{token}", ""),
+            "seconds_spent": post.get(f"seconds-{token}") or None,
+        }
+        for token in sorted(tokens)
+    ]
+
+
+def _next_url_after_submit(request, assignment) -> str:
+    if request.worker.external_id:
+        return reverse("mturk_done", args=[assignment.pk])
+    if request.worker.auto_accept_next:
+        try:
+            following = assignment_services.assignment_claim(campaign=assignment.hit.campaign, worker=request.worker)
+        except ApplicationError as error:
+            messages.info(request, f"Submitted. {error.message}")
+            return reverse("work_home")
+        messages.success(request, "Submitted - it is pending review. Here is your next HIT.")
+        return reverse("work_hit", args=[following.pk])
+    messages.success(request, "Submitted - it is pending review. Thank you!")
+    return reverse("work_home")
+
+
+@require_POST
+@worker_required
+@handles_application_errors
+def work_submit(request, assignment_id: int):
+    """Submit the HIT (JSON from hit.js, or the plain form). Idempotent: a second submit changes nothing."""
+    assignment = _own_assignment(request, assignment_id)
+    if request.content_type == "application/json":
+        answers = _json_body(request).get("answers") or []
+        if not isinstance(answers, list):
+            raise ApplicationError("answers must be a list.")
+    else:
+        answers = _answers_from_form(request.POST)
+    already = assignment.status != AssignmentStatus.RESERVED
+    assignment = assignment_services.assignment_submit(assignment=assignment, worker=request.worker, answers=answers)
+    next_url = reverse("work_home") if already and not request.worker.external_id else (
+        _next_url_after_submit(request, assignment))
+    if _wants_json(request):
+        return JsonResponse({"status": assignment.status, "next_url": next_url})
+    return redirect(next_url)
+
+
+@require_POST
+@worker_required
+@handles_application_errors
+def work_return(request, assignment_id: int):
+    assignment = _own_assignment(request, assignment_id)
+    assignment_services.assignment_return(assignment=assignment, worker=request.worker)
+    messages.info(request, "You returned the HIT; someone else will do it.")
+    return redirect("work_home")
+
+
+# ---- Amazon Mechanical Turk (ExternalQuestion) --------------------------------------------------
+
+
+def _valid_turk_submit_to(value: str) -> str:
+    parts = urlsplit(value or "")
+    if parts.scheme != "https" or parts.hostname not in MTURK_SUBMIT_HOSTS:
+        raise ApplicationError("turkSubmitTo must be MTurk's own address.")
+    return f"https://{parts.hostname}"
+
+
+@require_GET
+@handles_application_errors
+def mturk_arrival(request):
+    """MTurk's iframe: preview (read-only) before accept; after accept, the worker's lease on this HIT."""
+    hit_id = request.GET.get("hitId", "").strip()
+    if not hit_id:
+        raise ApplicationError("hitId is missing.")
+    hit = Hit.objects.select_related("campaign").filter(external_hit_id=hit_id).first()
+    if hit is None:
+        raise ApplicationError("This HIT is not known here.", status=404)
+    assignment_id = request.GET.get("assignmentId", "").strip()
+    if not assignment_id or assignment_id == MTURK_PREVIEW_ID:
+        items = work_selectors.hit_items_for_worker(hit=hit)
+        context = _hit_context(campaign=hit.campaign, items=items, answers={}, mode="preview")
+        response = render(request, "work/hit.html", context)
+        response.xframe_options_exempt = True
+        response["Content-Security-Policy"] = MTURK_FRAME_ANCESTORS
+        return response
+    submit_to = _valid_turk_submit_to(request.GET.get("turkSubmitTo", ""))
+    worker = worker_for_external(external_id=request.GET.get("workerId", ""))
+    request.session[SESSION_MTURK_WORKER] = worker.pk
+    request.session[SESSION_MTURK_SUBMIT_TO] = submit_to
+    request.worker = worker
+    if not work_selectors.worker_is_qualified(campaign=hit.campaign, worker=worker):
+        return redirect(reverse("work_qualification", args=[hit.campaign_id]) + "?" + urlencode(
+            {"next": request.get_full_path()}))
+    assignment = assignment_services.assignment_claim_external(
+        hit=hit, worker=worker, external_assignment_id=assignment_id
+    )
+    return redirect("work_hit", assignment_id=assignment.pk)
+
+
+@require_GET
+@worker_required
+def mturk_done(request, assignment_id: int):
+    """After our submit: post the assignment id to MTurk's externalSubmit, as MTurk requires."""
+    assignment = _own_assignment(request, assignment_id)
+    if assignment.status == AssignmentStatus.RESERVED or not assignment.external_assignment_id:
+        raise Http404("Nothing to send to MTurk.")
+    submit_to = request.session.get(SESSION_MTURK_SUBMIT_TO) or "https://www.mturk.com"
+    response = render(request, "work/mturk_submit.html", {
+        "action": f"{submit_to}/mturk/externalSubmit",
+        "assignment": assignment,
+    })
+    return _allow_mturk_frame(response, request.worker)
+
+
+urlpatterns = [
+    path("work/", work_home, name="work_home"),
+    path("work/auto-accept", work_auto_accept, name="work_auto_accept"),
+    path("work/campaigns/<int:campaign_id>/", work_campaign, name="work_campaign"),
+    path("work/campaigns/<int:campaign_id>/claim", work_claim, name="work_claim"),
+    path("work/campaigns/<int:campaign_id>/qualification/", work_qualification, name="work_qualification"),
+    path("work/assignments/<int:assignment_id>/", work_hit, name="work_hit"),
+    path("work/assignments/<int:assignment_id>/answer", work_answer, name="work_answer"),
+    path("work/assignments/<int:assignment_id>/submit", work_submit, name="work_submit"),
+    path("work/assignments/<int:assignment_id>/return", work_return, name="work_return"),
+    path("work/assignments/<int:assignment_id>/mturk-done", mturk_done, name="mturk_done"),
+    path("mturk/", mturk_arrival, name="mturk_arrival"),
+]

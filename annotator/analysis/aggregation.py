@@ -1,0 +1,152 @@
+"""Pure aggregation of crowd answers into labels (no Django): majority, gold-weighted, Dawid-Skene, mean.
+
+Every method returns {pair_id: AggregatedLabel}. `confidence` is the confidence in the positive/negative
+decision (is_positive), in [0.5, 1] for the voting methods: the winning side's share of the (weighted)
+votes, or the Dawid-Skene posterior of that side. Positive = "100% YES" or "Partially YES" (ECCV Caption);
+strict positive = the label's choice is "100% YES". For the 0-5 similarity scale (Crisscrossed Captions)
+the label is the mean, positive at >= 3, strict positive at >= 4.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from math import log
+
+POSITIVE = ("yes", "partially_yes")
+NEGATIVE = ("mostly_no", "no")
+CHOICES = ("yes", "partially_yes", "mostly_no", "no")  # from most to least positive
+SIMILARITY_POSITIVE_AT = 3.0
+SIMILARITY_STRICT_AT = 4.0
+
+
+@dataclass(frozen=True)
+class Vote:
+    pair_id: int
+    worker_id: int
+    choice: str = ""  # four_choice
+    score: float | None = None  # similarity
+
+
+@dataclass(frozen=True)
+class AggregatedLabel:
+    choice: str
+    score: float | None
+    is_positive: bool
+    is_positive_strict: bool
+    confidence: float
+    answer_count: int
+
+
+def _decide(weights_by_choice: dict[str, float], count: int) -> AggregatedLabel:
+    """Positive/negative by weighted vote (a tie is negative: unproven), then the side's top choice."""
+    positive = sum(weights_by_choice.get(c, 0.0) for c in POSITIVE)
+    negative = sum(weights_by_choice.get(c, 0.0) for c in NEGATIVE)
+    total = positive + negative
+    is_positive = positive > negative
+    confidence = (max(positive, negative) / total) if total > 0 else 0.5
+    side = POSITIVE if is_positive else NEGATIVE
+    # The most supported choice on the winning side; ties go to the milder one (partially/mostly).
+    choice = max(side, key=lambda c: (weights_by_choice.get(c, 0.0), c in ("partially_yes", "mostly_no")))
+    return AggregatedLabel(
+        choice=choice,
+        score=None,
+        is_positive=is_positive,
+        is_positive_strict=is_positive and choice == "yes",
+        confidence=confidence,
+        answer_count=count,
+    )
+
+
+def majority_vote(votes: list[Vote]) -> dict[int, AggregatedLabel]:
+    """One worker, one vote."""
+    return weighted_vote(votes, weights={})
+
+
+def worker_weight_from_gold(correct: int, total: int) -> float:
+    """The log-odds weight of a worker whose gold accuracy has Beta(1, 1) posterior mean p.
+
+    log(p / (1 - p)) is the optimal weight of a symmetric binary voter (Nitzan and Paroush 1982); a worker
+    no better than a coin gets weight 0, never a negative one (we do not trust an adversary's inversion).
+    """
+    p = (correct + 1.0) / (total + 2.0)
+    p = min(max(p, 0.01), 0.99)
+    return max(log(p / (1.0 - p)), 0.0)
+
+
+def weighted_vote(votes: list[Vote], *, weights: dict[int, float]) -> dict[int, AggregatedLabel]:
+    """Votes weighted per worker (missing workers weigh 1); when every weight of a pair is 0, one each."""
+    by_pair: dict[int, list[Vote]] = defaultdict(list)
+    for vote in votes:
+        if vote.choice:
+            by_pair[vote.pair_id].append(vote)
+    labels = {}
+    for pair_id, pair_votes in by_pair.items():
+        tally: dict[str, float] = defaultdict(float)
+        for vote in pair_votes:
+            tally[vote.choice] += weights.get(vote.worker_id, 1.0)
+        if sum(tally.values()) <= 0:
+            tally = defaultdict(float, Counter(vote.choice for vote in pair_votes))
+        labels[pair_id] = _decide(tally, len(pair_votes))
+    return labels
+
+
+def gold_weighted_vote(votes: list[Vote], *, gold: dict[int, tuple[int, int]]) -> dict[int, AggregatedLabel]:
+    """Votes weighted by each worker's gold accuracy: `gold` maps worker id to (correct, total)."""
+    weights = {worker_id: worker_weight_from_gold(*counts) for worker_id, counts in gold.items()}
+    return weighted_vote(votes, weights=weights)
+
+
+def dawid_skene(votes: list[Vote], *, n_iter: int = 100, tol: float = 1e-5) -> dict[int, AggregatedLabel]:
+    """Dawid-Skene (1979) over the four choices, by crowd-kit; confidence from the class posteriors."""
+    import pandas as pd
+    from crowdkit.aggregation import DawidSkene
+
+    rows = [(vote.pair_id, vote.worker_id, vote.choice) for vote in votes if vote.choice]
+    if not rows:
+        return {}
+    frame = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    counts = frame.groupby("task").size()
+    proba = DawidSkene(n_iter=n_iter, tol=tol).fit_predict_proba(frame)
+    labels = {}
+    columns = list(proba.columns)
+    positive_columns = [c for c in columns if c in POSITIVE]
+    values = proba.to_numpy()
+    positive_share = proba[positive_columns].sum(axis=1).to_numpy() if positive_columns else [0.0] * len(proba)
+    for row, task in enumerate(proba.index):
+        p_positive = float(positive_share[row])
+        is_positive = p_positive > 0.5
+        side = POSITIVE if is_positive else NEGATIVE
+        candidates = [(values[row][columns.index(c)] if c in columns else 0.0, c) for c in side]
+        choice = max(candidates)[1]
+        labels[int(task)] = AggregatedLabel(
+            choice=choice,
+            score=None,
+            is_positive=is_positive,
+            is_positive_strict=is_positive and choice == "yes",
+            confidence=min(max(max(p_positive, 1.0 - p_positive), 0.0), 1.0),
+            answer_count=int(counts.loc[task]),
+        )
+    return labels
+
+
+def mean_score(votes: list[Vote]) -> dict[int, AggregatedLabel]:
+    """Similarity: the mean 0-5 rating; confidence = share of ratings on the mean's side of 3."""
+    by_pair: dict[int, list[float]] = defaultdict(list)
+    for vote in votes:
+        if vote.score is not None:
+            by_pair[vote.pair_id].append(float(vote.score))
+    labels = {}
+    for pair_id, scores in by_pair.items():
+        mean = sum(scores) / len(scores)
+        is_positive = mean >= SIMILARITY_POSITIVE_AT
+        agreeing = sum(1 for s in scores if (s >= SIMILARITY_POSITIVE_AT) == is_positive)
+        labels[pair_id] = AggregatedLabel(
+            choice="",
+            score=mean,
+            is_positive=is_positive,
+            is_positive_strict=mean >= SIMILARITY_STRICT_AT,
+            confidence=agreeing / len(scores),
+            answer_count=len(scores),
+        )
+    return labels

@@ -1,0 +1,45 @@
+"""Pure rules for judging one answer against a gold item, and for spotting careless work.
+
+ECCV Caption (seeds/000, Sec. 3.2): a gold positive is answered right with "100% YES" or "Partially YES";
+a gold negative with "100% NO" or "Mostly NO". The strict option accepts only the extremes. For the
+Crisscrossed Captions 0-5 similarity scale a gold positive must score >= threshold, a negative < threshold.
+"""
+
+from statistics import median
+
+LENIENT_RIGHT = {
+    "gold_positive": {"yes", "partially_yes"},
+    "gold_negative": {"no", "mostly_no"},
+}
+STRICT_RIGHT = {
+    "gold_positive": {"yes"},
+    "gold_negative": {"no"},
+}
+
+
+def gold_choice_right(*, role: str, choice: str, strict: bool = False) -> bool:
+    """Whether a four-choice answer to a gold item is right; an empty choice is wrong."""
+    table = STRICT_RIGHT if strict else LENIENT_RIGHT
+    return choice in table[role]
+
+
+def gold_score_right(*, role: str, score: float | None, threshold: float) -> bool:
+    """Whether a 0-5 similarity answer to a gold item is on the right side of `threshold`."""
+    if score is None:
+        return False
+    if role == "gold_positive":
+        return score >= threshold
+    return score < threshold
+
+
+def too_fast(*, seconds: list[float], min_seconds_per_item: float) -> bool:
+    """Implausibly fast: the median time per item is below the campaign's minimum."""
+    if not seconds or min_seconds_per_item <= 0:
+        return False
+    return median(seconds) < min_seconds_per_item
+
+
+def same_answer_throughout(*, values: list, min_items: int = 4) -> bool:
+    """The same answer to every item of a HIT (gold items included, so it cannot be honest work)."""
+    present = [value for value in values if value not in ("", None)]
+    return len(present) >= min_items and len(present) == len(values) and len(set(present)) == 1

@@ -1,0 +1,1 @@
+"""Readers and checks behind `annotator.services.datasets.dataset_import`."""

@@ -1,0 +1,72 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from annotator.models.campaign import Campaign, Pair
+from annotator.models.crowd import Worker
+from annotator.models.dataset import Caption
+
+
+class TrustAction(models.TextChoices):
+    BLOCK = "block", "Blocked by a requester"
+    UNBLOCK = "unblock", "Unblocked by a requester"
+    SOFT_BLOCK = "soft_block", "Soft-blocked automatically"
+    SOFT_UNBLOCK = "soft_unblock", "Soft block lifted automatically"
+
+
+class WorkerTrustEvent(models.Model):
+    """Every block and unblock of a worker, by a requester or by the trust rule: who, when, why."""
+
+    worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="trust_events")
+    action = models.CharField(max_length=16, choices=TrustAction.choices)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    reason = models.CharField(max_length=1000, blank=True)
+    gold_total_at = models.PositiveIntegerField(default=0)  # the worker's gold evidence at that moment
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(action__in=TrustAction.values), name="worker_trust_action_valid")
+        ]
+
+    def __str__(self):
+        return f"{self.worker} {self.action}"
+
+
+class CleanupKind(models.TextChoices):
+    NOT_A_DESCRIPTION = "not_description", "Caption is not a description"
+    ORIGINAL_REJECTED = "original_rejected", "Original pair rejected by the crowd"
+
+
+class CleanupStatus(models.TextChoices):
+    PROPOSED = "proposed", "Proposed"
+    CONFIRMED = "confirmed", "Removal confirmed"
+    DISMISSED = "dismissed", "Kept"
+
+
+class CleanupProposal(models.Model):
+    """Post-processing (ECCV Caption App. C): a caption or an original pair proposed for removal.
+
+    The requester confirms or dismisses; exports leave out confirmed removals.
+    """
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="cleanup_proposals")
+    kind = models.CharField(max_length=20, choices=CleanupKind.choices)
+    caption = models.ForeignKey(Caption, on_delete=models.CASCADE, related_name="+")
+    pair = models.ForeignKey(Pair, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    evidence = models.JSONField(default=dict, blank=True)  # heuristics hit, crowd votes
+    status = models.CharField(max_length=12, choices=CleanupStatus.choices, default=CleanupStatus.PROPOSED)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["kind", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["campaign", "kind", "caption"], name="cleanup_one_per_caption_kind"),
+            models.CheckConstraint(condition=Q(status__in=CleanupStatus.values), name="cleanup_status_valid"),
+        ]
+
+    def __str__(self):
+        return f"cleanup {self.kind} caption {self.caption_id}"

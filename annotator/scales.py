@@ -1,0 +1,112 @@
+"""The answer scales, as data the worker pages and the docs show.
+
+four_choice: ECCV Caption (seeds/000, Sec. 3.2 and App. B.1): four answers; the two middle ones ask why
+(shortcomings), and "in a wrong way" asks what is wrong (aspects). The follow-ups are a per-campaign switch
+(ECCV asked them in the image-to-caption stage and dropped them in the caption-to-image stage).
+
+similarity: Crisscrossed Captions (seeds/003, Sec. 2 and Table 2): a continuous 0-5 rating (raters are
+encouraged to answer e.g. 2.87), five ratings per pair averaged, positive at >= 3. The wording of each
+integer point depends on what is compared: two captions (STS), two images (SIS) or an image and a caption
+(SITS). The slider shows these anchors, not the number, so raters do not round to integers.
+"""
+
+from annotator.models import CHOICES_NEEDING_SHORTCOMINGS, Choice, PairKind, Scale, Shortcoming, WrongAspect
+
+FOUR_CHOICE_QUESTION = "Is the image correctly described?"
+FOUR_CHOICE = {
+    "question": FOUR_CHOICE_QUESTION,
+    "choices": [{"value": c.value, "label": c.label} for c in Choice],
+    "needs_shortcomings": sorted(CHOICES_NEEDING_SHORTCOMINGS),
+    "shortcomings_question": "Why? The description ...",
+    "shortcomings": [{"value": s.value, "label": s.label} for s in Shortcoming],
+    "wrong_way": Shortcoming.WRONG_WAY.value,
+    "aspects_question": "What is described in a wrong way?",
+    "aspects": [{"value": a.value, "label": a.label} for a in WrongAspect],
+    "positive": [Choice.YES.value, Choice.PARTIALLY_YES.value],
+}
+
+SIMILARITY_MIN = 0.0
+SIMILARITY_MAX = 5.0
+SIMILARITY_POSITIVE_AT = 3.0
+SIMILARITY_STEP = 0.01
+# Crisscrossed Captions, Table 2 (STS after Agirre et al., 2012), from 5 down to 0.
+SIMILARITY_WORDING = {
+    PairKind.CAPTION_CAPTION: {
+        "task": "Semantic Textual Similarity (STS)",
+        "question": "How similar are the meanings of these two descriptions?",
+        "anchors": {
+            5: "The texts are completely equivalent as they mean the same thing.",
+            4: "The texts are mostly equivalent but some unimportant details differ.",
+            3: "The texts are roughly equivalent but some important information differs or is missing.",
+            2: "The texts are not equivalent but share some details.",
+            1: "The texts are not equivalent but are on the same topic.",
+            0: "The texts are on different topics.",
+        },
+    },
+    PairKind.IMAGE_IMAGE: {
+        "task": "Semantic Image Similarity (SIS)",
+        "question": "How similar are the scenes in these two images?",
+        "anchors": {
+            5: "The scenes are near duplicates, possibly being viewed from a different perspective.",
+            4: "The two scenes are mostly equivalent, but some unimportant details differ such as involving "
+            "different but the same or highly similar types of participants, actions, objects and background.",
+            3: "The two scenes are roughly equivalent, but some important details are different or missing such "
+            "as involving a notable difference in the types of participants, actions, objects or background.",
+            2: "The two scenes are not equivalent, but share some details in terms of the types of participants, "
+            "actions, objects or background.",
+            1: "The two scenes are not equivalent, but are loosely thematically related.",
+            0: "The two scenes are completely dissimilar.",
+        },
+    },
+    PairKind.IMAGE_CAPTION: {
+        "task": "Semantic Image-Text Similarity (SITS)",
+        "question": "How well does the description match the image?",
+        "anchors": {
+            5: "The image and sentence are perfectly matched. The sentence is an almost perfect description for "
+            "the image.",
+            4: "The image and sentence are mostly matched, but some unimportant details differ such as involving "
+            "different but the same or highly similar types of participants, actions, objects and background. "
+            "The text can partially describe the image.",
+            3: "The image and sentence are roughly matched, but some important details are different or missing "
+            "such as involving a notable difference in the types of participants, actions, objects or "
+            "background. The image cannot be described using the text.",
+            2: "The image and sentence are not matched, but share some details in one or more of the types of "
+            "participants, actions, objects or background.",
+            1: "The image and sentence are not matched, but are loosely thematically related.",
+            0: "The image and sentence are completely unmatched.",
+        },
+    },
+}
+
+
+def similarity_wording(*, kind: str) -> dict:
+    """The question and the 0-5 anchors (highest first) for a pair kind, for the slider's labels."""
+    wording = SIMILARITY_WORDING[PairKind(kind)]
+    return {
+        "task": wording["task"],
+        "question": wording["question"],
+        "anchors": [{"score": score, "text": text} for score, text in sorted(wording["anchors"].items(), reverse=True)],
+        "min": SIMILARITY_MIN,
+        "max": SIMILARITY_MAX,
+        "step": SIMILARITY_STEP,
+        "positive_at": SIMILARITY_POSITIVE_AT,
+    }
+
+
+def scale_for(*, scale: str, kind: str = PairKind.IMAGE_CAPTION, rationale_followups: bool = True) -> dict:
+    """Everything a worker page needs to ask one item on `scale` (`kind` picks the similarity wording)."""
+    if scale == Scale.SIMILARITY:
+        return {"scale": Scale.SIMILARITY.value, **similarity_wording(kind=kind)}
+    if scale == Scale.FOUR_CHOICE:
+        data = {"scale": Scale.FOUR_CHOICE.value, **FOUR_CHOICE, "rationale_followups": bool(rationale_followups)}
+        if not rationale_followups:
+            data["needs_shortcomings"] = []
+        return data
+    raise ValueError(f"unknown scale {scale!r}")
+
+
+def campaign_scale(*, campaign, kind: str | None = None) -> dict:
+    """The scale of a campaign as its worker page shows it."""
+    if kind is None:
+        kind = {"t2t": PairKind.CAPTION_CAPTION, "i2i": PairKind.IMAGE_IMAGE}.get(campaign.direction, PairKind.IMAGE_CAPTION)
+    return scale_for(scale=campaign.scale, kind=kind, rationale_followups=campaign.rationale_followups)

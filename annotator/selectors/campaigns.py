@@ -1,0 +1,148 @@
+"""Reads for requesters' campaign pages: their campaigns, pre-launch statistics, progress."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db.models import Count, Q, QuerySet
+
+from annotator.analysis.pooling import overlap_matrix
+from annotator.models import (
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    Hit,
+    HitItem,
+    HitStatus,
+    ItemRole,
+    Pair,
+    PairSource,
+    RankingRun,
+    RunStatus,
+)
+
+
+def campaign_list_for_owner(*, owner) -> QuerySet[Campaign]:
+    """The owner's campaigns (and those shared with them), newest first, with HIT counts."""
+    return (
+        Campaign.objects.filter(Q(owner=owner) | Q(shared_with=owner))
+        .distinct()
+        .select_related("dataset")
+        .annotate(hit_count=Count("hits", distinct=True))
+        .order_by("-created_at", "-id")
+    )
+
+
+def campaign_get_for_owner(*, owner, campaign_id: int) -> Campaign | None:
+    """The campaign if `owner` owns it or it is shared with them, else None (callers answer 404)."""
+    return campaign_list_for_owner(owner=owner).filter(pk=campaign_id).first()
+
+
+def runs_available(*, dataset=None) -> QuerySet[RankingRun]:
+    """Succeeded ranking runs that can be pooled into a campaign."""
+    runs = RankingRun.objects.filter(status=RunStatus.SUCCEEDED).select_related("annotator", "dataset")
+    if dataset is not None:
+        runs = runs.filter(dataset=dataset)
+    return runs.order_by("dataset__name", "annotator__name", "-created_at")
+
+
+def campaign_cost(*, campaign: Campaign, hits: int) -> dict:
+    """reward x HITs x redundancy, plus the platform fee on top (amounts in cents)."""
+    rewards = campaign.reward_cents * hits * campaign.redundancy
+    fee = rewards * campaign.platform_fee_percent / 100.0
+    return {
+        "reward_cents": campaign.reward_cents,
+        "rewards_cents": rewards,
+        "fee_percent": campaign.platform_fee_percent,
+        "fee_cents": round(fee, 2),
+        "total_cents": round(rewards + fee, 2),
+    }
+
+
+def campaign_duration_estimate(*, campaign: Campaign, hits: int) -> dict:
+    """Worker time and wall-clock time to finish, from settings CAMPAIGN_SECONDS_PER_ITEM (a worker's
+    seconds per item) and CAMPAIGN_ACTIVE_WORKERS (workers busy at the same time on average)."""
+    seconds_per_item = float(getattr(settings, "CAMPAIGN_SECONDS_PER_ITEM", 20.0))
+    workers = max(1, int(getattr(settings, "CAMPAIGN_ACTIVE_WORKERS", 10)))
+    work_seconds = hits * campaign.redundancy * campaign.hit_size * seconds_per_item
+    return {
+        "seconds_per_item": seconds_per_item,
+        "active_workers": workers,
+        "minutes_per_hit": round(campaign.hit_size * seconds_per_item / 60.0, 2),
+        "worker_hours": round(work_seconds / 3600.0, 2),
+        "hours": round(work_seconds / workers / 3600.0, 2),
+    }
+
+
+def campaign_statistics(*, campaign: Campaign, include_progress: bool = True) -> dict:
+    """Everything the campaign page shows before launch (and progress once live).
+
+    proposals: candidate rows pooled (every run's top k per sampled query, before duplicates are removed);
+    unique_pairs: pairs with at least one proposal; gold_pairs: pairs used only as gold; overlap: per pair
+    of runs, pairs proposed by both and by either; hits (and per stage); cost; estimated duration.
+    """
+    report = campaign.build_report or {}
+    proposals = sum(stage.get("proposals", 0) for stage in report.get("stages", []))
+    proposals += sum(stage.get("proposals", 0) for added in report.get("added_runs", []) for stage in added["stages"])
+    sources = list(PairSource.objects.filter(pair__campaign=campaign).values_list("pair_id", "run_id"))
+    unique_pairs = len({pair_id for pair_id, _run in sources})
+    matrix = overlap_matrix([p for p, _ in sources], [r for _, r in sources])
+    names = dict(
+        RankingRun.objects.filter(pk__in=matrix["runs"]).values_list("pk", "annotator__name")
+    )
+    matrix["names"] = [f"{names.get(run, '?')} (run {run})" for run in matrix["runs"]]
+    hits_by_stage = dict(
+        Hit.objects.filter(campaign=campaign).values_list("stage").annotate(n=Count("pk")).values_list("stage", "n")
+    )
+    hits = sum(hits_by_stage.values())
+    roles = dict(
+        HitItem.objects.filter(hit__campaign=campaign)
+        .values_list("role")
+        .annotate(n=Count("pk"))
+        .values_list("role", "n")
+    )
+    pairs = Pair.objects.filter(campaign=campaign).count()
+    stats = {
+        "proposals": proposals,
+        "unique_pairs": unique_pairs,
+        "pairs": pairs,
+        "gold_pairs": pairs - unique_pairs,
+        "original_pairs_pooled": Pair.objects.filter(campaign=campaign, is_original=True, sources__isnull=False)
+        .distinct()
+        .count(),
+        "overlap": matrix,
+        "hits": hits,
+        "hits_by_stage": hits_by_stage,
+        "hit_size": campaign.hit_size,
+        "composition": {
+            "candidates": campaign.candidates_per_hit,
+            "gold_positives": campaign.gold_positives_per_hit,
+            "gold_negatives": campaign.gold_negatives_per_hit,
+        },
+        "items_by_role": {role: roles.get(role, 0) for role in ItemRole.values if role != ItemRole.QUALIFICATION},
+        "queries": {stage["direction"]: stage.get("query_count", 0) for stage in report.get("stages", [])},
+        "cost": campaign_cost(campaign=campaign, hits=hits),
+        "duration": campaign_duration_estimate(campaign=campaign, hits=hits),
+    }
+    if include_progress:
+        stats["progress"] = campaign_progress(campaign=campaign)
+    return stats
+
+
+def campaign_progress(*, campaign: Campaign) -> dict:
+    """HITs done (complete) out of the total, and assignments by status."""
+    hit_counts = Hit.objects.filter(campaign=campaign).aggregate(
+        total=Count("pk"), complete=Count("pk", filter=Q(status=HitStatus.COMPLETE))
+    )
+    by_status = dict(
+        Assignment.objects.filter(hit__campaign=campaign)
+        .values_list("status")
+        .annotate(n=Count("pk"))
+        .values_list("status", "n")
+    )
+    total = hit_counts["total"] or 0
+    return {
+        "hits_total": total,
+        "hits_done": hit_counts["complete"] or 0,
+        "percent": round(100.0 * (hit_counts["complete"] or 0) / total, 1) if total else 0.0,
+        "assignments": {status: by_status.get(status, 0) for status in AssignmentStatus.values},
+    }

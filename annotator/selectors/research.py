@@ -1,0 +1,115 @@
+"""Reads for researchers: which campaigns a person may read, their labels, counts, exports, evaluations."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q, QuerySet
+
+from annotator.errors import ApplicationError
+from annotator.models import (
+    AggregationMethod,
+    Campaign,
+    Evaluation,
+    ExportJob,
+    Label,
+    Role,
+)
+from annotator.views.access import user_role
+
+# The method exported when none is asked for: the first one a campaign has labels for.
+METHOD_PREFERENCE = (
+    AggregationMethod.DAWID_SKENE,
+    AggregationMethod.GOLD_WEIGHTED,
+    AggregationMethod.MAJORITY,
+    AggregationMethod.MEAN,
+    AggregationMethod.EXTERNAL,
+)
+
+
+def campaign_list_readable(*, user) -> QuerySet[Campaign]:
+    """Campaigns whose labels `user` may read: their own (requesters, staff) and those shared with them."""
+    role = user_role(user)
+    if role is None or role == Role.WORKER:
+        return Campaign.objects.none()
+    if user.is_superuser:
+        return Campaign.objects.all()
+    return Campaign.objects.filter(Q(owner=user) | Q(shared_with=user)).distinct()
+
+
+def campaign_get_readable(*, user, campaign_id) -> Campaign:
+    """The campaign if `user` may read its labels; 404 (as an ApplicationError) otherwise."""
+    try:
+        campaign_id = int(campaign_id)
+    except (TypeError, ValueError):
+        raise ApplicationError("A campaign id is a whole number.") from None
+    campaign = campaign_list_readable(user=user).filter(pk=campaign_id).first()
+    if campaign is None:
+        raise ApplicationError(f"No campaign {campaign_id} is shared with you.", status=404)
+    return campaign
+
+
+def label_list(
+    *,
+    campaigns: QuerySet[Campaign],
+    campaign_id: int | None = None,
+    method: str | None = None,
+    positive: bool | None = None,
+    strict: bool = False,
+) -> QuerySet[Label]:
+    """Labels of `campaigns`, filtered; ordered by pair for stable pagination."""
+    labels = Label.objects.filter(pair__campaign__in=campaigns).select_related(
+        "pair", "pair__image", "pair__caption", "pair__other_image", "pair__other_caption"
+    )
+    if campaign_id is not None:
+        labels = labels.filter(pair__campaign_id=campaign_id)
+    if method:
+        labels = labels.filter(method=method)
+    if positive is not None:
+        labels = labels.filter(**{"is_positive_strict" if strict else "is_positive": positive})
+    return labels.order_by("pair_id", "method")
+
+
+def label_counts(*, campaign: Campaign) -> list[dict]:
+    """Per method: labels, lenient positives, strict positives."""
+    rows = (
+        Label.objects.filter(pair__campaign=campaign)
+        .values("method")
+        .annotate(
+            labels=Count("id"),
+            positives=Count("id", filter=Q(is_positive=True)),
+            strict_positives=Count("id", filter=Q(is_positive_strict=True)),
+        )
+        .order_by("method")
+    )
+    return list(rows)
+
+
+def label_method_default(*, campaign: Campaign) -> str | None:
+    """The aggregation method to use when none is given: the preferred one the campaign has labels for."""
+    present = set(Label.objects.filter(pair__campaign=campaign).values_list("method", flat=True).distinct())
+    for method in METHOD_PREFERENCE:
+        if method in present:
+            return method
+    return None
+
+
+def label_method_resolve(*, campaign: Campaign, method: str | None) -> str:
+    """`method` if given and valid, else the default; an ApplicationError when the campaign has no labels."""
+    if method:
+        if method not in AggregationMethod.values:
+            raise ApplicationError(
+                f"Unknown aggregation method {method!r}.", extra={"allowed": list(AggregationMethod.values)}
+            )
+        return method
+    default = label_method_default(campaign=campaign)
+    if default is None:
+        raise ApplicationError(f"Campaign {campaign.pk} has no labels yet; aggregate its answers first.", status=409)
+    return default
+
+
+def export_list_readable(*, user) -> QuerySet[ExportJob]:
+    """Exports of the campaigns `user` may read (a researcher sees the owner's exports too: same labels)."""
+    return ExportJob.objects.filter(campaign__in=campaign_list_readable(user=user)).select_related("campaign")
+
+
+def evaluation_list_readable(*, user) -> QuerySet[Evaluation]:
+    return Evaluation.objects.filter(campaign__in=campaign_list_readable(user=user)).select_related("campaign")

@@ -1,0 +1,180 @@
+"""Reads for the crowd worker's pages: what a worker's browser may receive, and their own numbers.
+
+Everything about HIT items goes through `hit_worker_items` (annotator/selectors/hits.py, the campaign
+area): it is the one place that decides what a worker may see (an opaque token, image URLs, text), never
+the pair id, the role (gold or not) or the provenance. Qualification items use `pair_display`, which
+follows the same rule.
+"""
+
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+
+from annotator.selectors.hits import hit_item_token, hit_worker_items
+
+from annotator.models import (
+    Answer,
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    CampaignStatus,
+    Hit,
+    HitItem,
+    Pair,
+    QualificationAttempt,
+    Worker,
+)
+
+def _file_url(field) -> str:
+    if not field:
+        return ""
+    try:
+        return field.url
+    except ValueError:
+        return ""
+
+
+def pair_display(*, pair: Pair) -> dict:
+    """What a worker sees of a pair: image and thumbnail URLs and the text(s). Nothing else."""
+    image, other_image = pair.image, pair.other_image
+    return {
+        "kind": pair.kind,
+        "image_url": _file_url(image.file) if image else "",
+        "thumbnail_url": (_file_url(image.thumbnail) or _file_url(image.file)) if image else "",
+        "caption": pair.caption.text if pair.caption_id else "",
+        "other_caption": pair.other_caption.text if pair.other_caption_id else "",
+        "other_image_url": _file_url(other_image.file) if other_image else "",
+        "other_thumbnail_url": (_file_url(other_image.thumbnail) or _file_url(other_image.file)) if other_image else "",
+    }
+
+
+def hit_items_for_worker(*, hit: Hit) -> list[dict]:
+    """The HIT's items in position order, exactly as the worker's browser receives them."""
+    return hit_worker_items(hit=hit)
+
+
+def hit_item_tokens(*, hit: Hit) -> dict[str, int]:
+    """token -> HitItem id, for resolving what the browser sends back. Server side only."""
+    item_ids = HitItem.objects.filter(hit=hit).order_by("position").values_list("pk", flat=True)
+    return {hit_item_token(hit_id=hit.pk, item_id=item_id): item_id for item_id in item_ids}
+
+
+def assignment_answers_for_worker(*, assignment: Assignment) -> dict[str, dict]:
+    """The assignment's own saved answers keyed by item token (never anyone else's)."""
+    item_to_token = {item_id: token for token, item_id in hit_item_tokens(hit=assignment.hit).items()}
+    answers = {}
+    for answer in Answer.objects.filter(assignment=assignment):
+        token = item_to_token.get(answer.item_id)
+        if token is None:
+            continue
+        answers[token] = {
+            "choice": answer.choice,
+            "score": answer.score,
+            "shortcomings": list(answer.shortcomings),
+            "wrong_aspects": list(answer.wrong_aspects),
+            "comment": answer.comment,
+            "seconds_spent": answer.seconds_spent,
+        }
+    return answers
+
+
+def assignment_for_worker(*, worker: Worker, assignment_id: int) -> Assignment | None:
+    """The worker's own assignment, or None (callers answer 404: another's assignment does not exist for them)."""
+    return (
+        Assignment.objects.select_related("hit__campaign", "worker")
+        .filter(pk=assignment_id, worker=worker)
+        .first()
+    )
+
+
+def campaigns_open_for_worker(*, worker: Worker) -> list[dict]:
+    """Live campaigns with work left for this worker, with their qualification state and the worker's lease."""
+    campaigns = Campaign.objects.filter(status=CampaignStatus.LIVE).order_by("-launched_at", "-id")
+    rows = []
+    now = timezone.now()
+    for campaign in campaigns:
+        taken = Assignment.objects.filter(hit__campaign=campaign, worker=worker)
+        lease = taken.filter(status=AssignmentStatus.RESERVED, expires_at__gt=now).first()
+        open_hits = Hit.objects.filter(campaign=campaign, status="open").exclude(assignments__worker=worker).count()
+        rows.append(
+            {
+                "campaign": campaign,
+                "lease": lease,
+                "open_hits": open_hits,
+                "done": taken.exclude(status__in=[AssignmentStatus.RESERVED, AssignmentStatus.RETURNED,
+                                                   AssignmentStatus.EXPIRED]).count(),
+                "qualification": qualification_state(campaign=campaign, worker=worker),
+            }
+        )
+    return rows
+
+
+def qualification_state(*, campaign: Campaign, worker: Worker) -> str:
+    """'not_required', 'passed', 'in_progress', 'failed' (may retake later) or 'none'."""
+    if not campaign_requires_qualification(campaign=campaign):
+        return "not_required"
+    attempts = QualificationAttempt.objects.filter(campaign=campaign, worker=worker)
+    if attempts.filter(passed=True).exists():
+        return "passed"
+    last = attempts.order_by("-started_at", "-id").first()
+    if last is None:
+        return "none"
+    if last.passed is None:
+        return "in_progress"
+    return "failed"
+
+
+def campaign_gold_items(*, campaign: Campaign) -> list[tuple[int, str]]:
+    """Distinct (pair id, role) of the campaign's gold items, in a stable order. Server side only."""
+    rows = (
+        HitItem.objects.filter(hit__campaign=campaign, role__in=["gold_positive", "gold_negative"])
+        .values_list("pair_id", "role")
+        .order_by("pair_id")
+        .distinct()
+    )
+    seen, result = set(), []
+    for pair_id, role in rows:
+        if pair_id not in seen:
+            seen.add(pair_id)
+            result.append((pair_id, role))
+    return result
+
+
+def campaign_requires_qualification(*, campaign: Campaign) -> bool:
+    if campaign.qualification_items <= 0:
+        return False
+    return HitItem.objects.filter(hit__campaign=campaign, role__in=["gold_positive", "gold_negative"]).exists()
+
+
+def worker_is_qualified(*, campaign: Campaign, worker: Worker) -> bool:
+    return qualification_state(campaign=campaign, worker=worker) in ("passed", "not_required")
+
+
+def worker_dashboard(*, worker: Worker) -> dict:
+    """HITs done, pending, approved, rejected; earnings (approved x reward, in cents); approval rate."""
+    counts = Assignment.objects.filter(worker=worker).aggregate(
+        submitted=Count("pk", filter=Q(status=AssignmentStatus.SUBMITTED)),
+        approved=Count("pk", filter=Q(status=AssignmentStatus.APPROVED)),
+        rejected=Count("pk", filter=Q(status=AssignmentStatus.REJECTED)),
+        reserved=Count("pk", filter=Q(status=AssignmentStatus.RESERVED)),
+        earnings_cents=Sum("hit__campaign__reward_cents", filter=Q(status=AssignmentStatus.APPROVED)),
+    )
+    decided = counts["approved"] + counts["rejected"]
+    return {
+        "done": counts["submitted"] + decided,
+        "pending": counts["submitted"],
+        "approved": counts["approved"],
+        "rejected": counts["rejected"],
+        "in_progress": counts["reserved"],
+        "earnings_cents": counts["earnings_cents"] or 0,
+        "earnings": f"${(counts['earnings_cents'] or 0) / 100:.2f}",
+        "approval_rate": (counts["approved"] / decided) if decided else None,
+    }
+
+
+def worker_recent_assignments(*, worker: Worker, limit: int = 20):
+    return (
+        Assignment.objects.filter(worker=worker)
+        .select_related("hit__campaign")
+        .order_by("-reserved_at", "-id")[:limit]
+    )
+

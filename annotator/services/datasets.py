@@ -1,0 +1,485 @@
+"""Dataset writes: importing images and captions."""
+
+from __future__ import annotations
+
+import logging
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotator.errors import ApplicationError
+from annotator.importing.images import (
+    EXTENSIONS,
+    ImageProblem,
+    check_image,
+    make_thumbnail,
+    open_images,
+    read_checked_bytes,
+    sha256,
+)
+from annotator.importing.readers import (
+    CaptionRecord,
+    ImageRecord,
+    MalformedFile,
+    Problem,
+    SplitFilter,
+    caption_file_for,
+    read_split,
+)
+from annotator.models import DATASET_TRANSITIONS, Caption, Dataset, DatasetStatus, Image
+from annotator.models.state import check_transition
+
+logger = logging.getLogger(__name__)
+
+IMAGE_BATCH = 500
+CAPTION_BATCH = 2000
+MAX_LISTED_ERRORS = 10_000  # past this the report says how many more; such a file is in the wrong format
+MAX_LISTED_DUPLICATES = 1_000
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total; total 0 while still unknown)
+
+
+def _batches(iterable: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(iterable)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+class _Offenders:
+    """Every problem found, as readable lines (`errors`) and as structured rows (`offenders`)."""
+
+    def __init__(self):
+        self.errors: list[str] = []
+        self.offenders: list[dict] = []
+        self.count = 0
+
+    def add(self, kind: str, source_id: str | None, where: str, message: str) -> None:
+        self.count += 1
+        if self.count <= MAX_LISTED_ERRORS:
+            problem = Problem(kind, source_id, where, message)
+            self.errors.append(str(problem))
+            self.offenders.append({"kind": kind, "id": source_id, "where": where, "problem": message})
+
+    def add_problem(self, problem: Problem) -> None:
+        self.add(problem.kind, problem.source_id, problem.where, problem.message)
+
+    def extra(self) -> dict:
+        errors = list(self.errors)
+        if self.count > MAX_LISTED_ERRORS:
+            errors.append(f"... and {self.count - MAX_LISTED_ERRORS:,} more problems")
+        return {"errors": errors, "offenders": self.offenders, "error_count": self.count}
+
+
+@dataclass
+class _Plan:
+    """What the validation pass found: what the write pass will do."""
+
+    images_new: int = 0
+    images_unchanged: int = 0
+    images_skipped_by_split: int = 0
+    captions_new: int = 0
+    captions_unchanged: int = 0
+    captions_skipped_by_split: int = 0
+    duplicates: dict[str, list[str]] = field(default_factory=dict)  # content hash -> image source ids
+
+
+def _check_paths(captions_path: Path, images_path: Path, split_path: Path | None, split: str | None,
+                 offenders: _Offenders) -> None:
+    if not captions_path.is_file():
+        offenders.add("file", None, str(captions_path), "captions file not found")
+    if not images_path.exists():
+        offenders.add("file", None, str(images_path), "images folder or zip not found")
+    if split_path is not None and not split_path.is_file():
+        offenders.add("file", None, str(split_path), "split file not found")
+    if (split_path is None) != (not split):
+        offenders.add("file", None, "split", "give both a split file and the split name(s), or neither")
+
+
+def _validate(*, dataset: Dataset, reader, images, split_filter: SplitFilter | None, offenders: _Offenders,
+              progress: Progress | None) -> _Plan:
+    """First streaming pass: read every record and every image file, write nothing.
+
+    Keeps only ids (and the first image id per content hash) in memory, so memory grows with the number
+    of ids, not with the files: MS-COCO's 617K caption ids take tens of MB.
+    """
+    plan = _Plan()
+    included: set[str] = set()
+    excluded: set[str] = set()
+    first_by_hash: dict[bytes, str] = {}
+    checked = 0
+
+    def check_batch(batch: list[ImageRecord]) -> None:
+        nonlocal checked
+        existing = dict(
+            Image.objects.filter(dataset=dataset, source_id__in=[r.source_id for r in batch])
+            .values_list("source_id", "content_hash")
+        )
+        hashes: dict[str, str] = {}
+        for record in batch:
+            key = images.locate(record.file_name)
+            if key is None:
+                offenders.add("image", record.source_id, record.where,
+                              f"file {record.file_name!r} not found in {images.label}")
+                continue
+            try:
+                data = read_checked_bytes(images, key)
+                digest = sha256(data)
+                if record.source_id in existing:
+                    if existing[record.source_id] != digest:
+                        offenders.add("image", record.source_id, record.where,
+                                      "was imported before with a different file (import it under a new dataset name)")
+                        continue
+                    plan.images_unchanged += 1
+                    continue
+                check_image(data)
+            except ImageProblem as problem:
+                offenders.add("image", record.source_id, record.where, f"file {record.file_name!r} {problem}")
+                continue
+            plan.images_new += 1
+            hashes[record.source_id] = digest
+        known = dict(
+            Image.objects.filter(dataset=dataset, content_hash__in=set(hashes.values()))
+            .values_list("content_hash", "source_id")
+        )
+        for source_id, digest in hashes.items():
+            raw = bytes.fromhex(digest)
+            first = first_by_hash.setdefault(raw, known.get(digest, source_id))
+            if first != source_id:
+                plan.duplicates.setdefault(digest, [first]).append(source_id)
+        checked += len(batch)
+        if progress:
+            progress("checking images", checked, 0)
+
+    batch: list[ImageRecord] = []
+    for record in reader.iter_images():
+        if isinstance(record, Problem):
+            offenders.add_problem(record)
+            continue
+        if record.source_id in included or record.source_id in excluded:
+            offenders.add("image", record.source_id, record.where, "image id appears more than once")
+            continue
+        if split_filter is not None and not split_filter.keeps(record):
+            excluded.add(record.source_id)
+            plan.images_skipped_by_split += 1
+            continue
+        included.add(record.source_id)
+        batch.append(record)
+        if len(batch) >= IMAGE_BATCH:
+            check_batch(batch)
+            batch = []
+    if batch:
+        check_batch(batch)
+    if not included:
+        offenders.add("file", None, reader.path.name, "lists no images to import"
+                      + (f" in split {', '.join(split_filter.splits)}" if split_filter else ""))
+
+    seen_captions: set[str] = set()
+    done = 0
+
+    def check_captions(batch: list[CaptionRecord]) -> None:
+        existing = {
+            source_id: (image_id, text)
+            for source_id, image_id, text in Caption.objects.filter(
+                dataset=dataset, source_id__in=[r.source_id for r in batch]
+            ).values_list("source_id", "image__source_id", "text")
+        }
+        for record in batch:
+            if record.source_id in existing:
+                if existing[record.source_id] != (record.image_source_id, record.text):
+                    offenders.add("caption", record.source_id, record.where,
+                                  "was imported before with a different text or image")
+                else:
+                    plan.captions_unchanged += 1
+            else:
+                plan.captions_new += 1
+
+    batch = []
+    for record in reader.iter_captions():
+        if isinstance(record, Problem):
+            offenders.add_problem(record)
+            continue
+        if record.source_id in seen_captions:
+            offenders.add("caption", record.source_id, record.where, "caption id appears more than once")
+            continue
+        seen_captions.add(record.source_id)
+        if record.image_source_id in excluded:
+            plan.captions_skipped_by_split += 1
+            continue
+        if record.image_source_id not in included:
+            offenders.add("caption", record.source_id, record.where,
+                          f"refers to unknown image {record.image_source_id}")
+            continue
+        batch.append(record)
+        if len(batch) >= CAPTION_BATCH:
+            check_captions(batch)
+            done += len(batch)
+            batch = []
+            if progress:
+                progress("checking captions", done, 0)
+    if batch:
+        check_captions(batch)
+    return plan
+
+
+def _store(name: str, data: bytes, written: list[str]) -> str:
+    stored = default_storage.save(name, ContentFile(data))
+    written.append(stored)
+    return stored
+
+
+def _write_images(*, dataset: Dataset, reader, images, split_filter: SplitFilter | None, created: array,
+                  written: list[str], progress: Progress | None, total: int) -> int:
+    done = 0
+    records = (
+        r for r in reader.iter_images()
+        if isinstance(r, ImageRecord) and (split_filter is None or split_filter.keeps(r))
+    )
+    for batch in _batches(records, IMAGE_BATCH):
+        existing = set(
+            Image.objects.filter(dataset=dataset, source_id__in=[r.source_id for r in batch])
+            .values_list("source_id", flat=True)
+        )
+        fresh = [r for r in batch if r.source_id not in existing]
+        rows: list[Image] = []
+        prepared = []
+        for record in fresh:
+            key = images.locate(record.file_name)
+            if key is None:
+                raise ImageProblem(f"image {record.source_id}: file {record.file_name!r} disappeared during the import")
+            data = read_checked_bytes(images, key)
+            prepared.append((record, data, sha256(data)))
+        stored = {
+            content_hash: (file, thumbnail)
+            for content_hash, file, thumbnail in Image.objects.filter(
+                dataset=dataset, content_hash__in={digest for _r, _d, digest in prepared}
+            ).values_list("content_hash", "file", "thumbnail")
+        }
+        for record, data, digest in prepared:
+            checked, thumb = make_thumbnail(data)
+            if digest not in stored:  # a duplicate file shares the stored copy of the first one
+                base = f"{dataset.pk}/{digest[:2]}/{digest}"
+                stored[digest] = (
+                    _store(f"images/{base}{EXTENSIONS.get(checked.format, '.img')}", data, written),
+                    _store(f"thumbnails/{base}.jpg", thumb, written),
+                )
+            file, thumbnail = stored[digest]
+            rows.append(Image(
+                dataset=dataset, source_id=record.source_id, file_name=record.file_name[:500], file=file,
+                thumbnail=thumbnail, content_hash=digest, width=checked.width, height=checked.height,
+            ))
+        with transaction.atomic():
+            for row in Image.objects.bulk_create(rows):
+                created.append(row.pk)
+            Dataset.objects.filter(pk=dataset.pk).update(
+                images_done=F("images_done") + len(batch), updated_at=timezone.now()
+            )
+        written.clear()  # these files now belong to committed rows
+        done += len(batch)
+        if progress:
+            progress("importing images", done, total)
+    return done
+
+
+def _write_captions(*, dataset: Dataset, reader, created: array, progress: Progress | None, total: int) -> int:
+    done = 0
+    records = (r for r in reader.iter_captions() if isinstance(r, CaptionRecord))
+    for batch in _batches(records, CAPTION_BATCH):
+        image_ids = dict(
+            Image.objects.filter(dataset=dataset, source_id__in={r.image_source_id for r in batch})
+            .values_list("source_id", "pk")
+        )
+        batch = [r for r in batch if r.image_source_id in image_ids]  # the others are out of the split
+        existing = set(
+            Caption.objects.filter(dataset=dataset, source_id__in=[r.source_id for r in batch])
+            .values_list("source_id", flat=True)
+        )
+        rows = [
+            Caption(dataset=dataset, image_id=image_ids[r.image_source_id], source_id=r.source_id, text=r.text)
+            for r in batch if r.source_id not in existing
+        ]
+        with transaction.atomic():
+            for row in Caption.objects.bulk_create(rows):
+                created.append(row.pk)
+            Dataset.objects.filter(pk=dataset.pk).update(
+                captions_done=F("captions_done") + len(batch), updated_at=timezone.now()
+            )
+        done += len(batch)
+        if progress:
+            progress("importing captions", done, total)
+    return done
+
+
+def _cleanup(*, created_images: array, created_captions: array, written: list[str]) -> None:
+    """Delete the rows this run created and the files no remaining row uses."""
+    names = set(written)
+    for chunk in _batches(created_captions, 5000):
+        Caption.objects.filter(pk__in=chunk).delete()
+    for chunk in _batches(created_images, 1000):
+        rows = Image.objects.filter(pk__in=chunk)
+        for file, thumbnail in rows.values_list("file", "thumbnail"):
+            names.update((file, thumbnail))
+        rows.delete()
+    for chunk in _batches(sorted(names), 1000):
+        in_use = set(Image.objects.filter(file__in=chunk).values_list("file", flat=True))
+        in_use |= set(Image.objects.filter(thumbnail__in=chunk).values_list("thumbnail", flat=True))
+        for name in set(chunk) - in_use:
+            try:
+                default_storage.delete(name)
+            except Exception:  # cleanup goes on; a leftover file is logged, the rows are already gone
+                logger.exception("could not delete %s after a failed import", name)
+
+
+def _dataset_begin(*, name: str, owner) -> tuple[Dataset, str | None]:
+    """Create the dataset or move an existing one to `importing`; returns it and its previous status."""
+    with transaction.atomic():
+        dataset, created = Dataset.objects.select_for_update().get_or_create(
+            name=name, defaults={"owner": owner, "status": DatasetStatus.IMPORTING}
+        )
+        if created:
+            return dataset, None
+        if owner is not None and dataset.owner_id is not None and dataset.owner_id != owner.pk:
+            raise ApplicationError(f"The dataset {name!r} belongs to another requester.", status=403)
+        previous = dataset.status
+        if previous != DatasetStatus.IMPORTING:  # a dataset created for an upload starts as importing
+            check_transition(transitions=DATASET_TRANSITIONS, current=previous, target=DatasetStatus.IMPORTING,
+                             what="dataset")
+        dataset.status = DatasetStatus.IMPORTING
+        dataset.report = {"phase": "checking"}
+        dataset.images_done = dataset.captions_done = 0
+        dataset.save(update_fields=["status", "report", "images_done", "captions_done", "updated_at"])
+        return dataset, previous
+
+
+def _dataset_finish(*, dataset: Dataset, status: str, report: dict) -> None:
+    check_transition(transitions=DATASET_TRANSITIONS, current=DatasetStatus.IMPORTING, target=status,
+                     what="dataset")
+    Dataset.objects.filter(pk=dataset.pk).update(status=status, report=report, updated_at=timezone.now())
+    dataset.refresh_from_db()
+
+
+def dataset_import(*, name: str, captions_path: str | Path, images_path: str | Path,
+                   split_path: str | Path | None = None, split: str | None = None, owner=None,
+                   progress: Progress | None = None) -> Dataset:
+    """Import images and captions into the dataset `name` (created if missing) and return it.
+
+    Captions: COCO caption JSON (`.json`), or plain `.jsonl` / `.csv` (image path, caption). Images: a
+    folder or a zip. `split_path` + `split` (e.g. "test" or "train,restval") keep only the images a
+    Karpathy split file puts in those splits (their captions are skipped, not errors).
+
+    Two passes, both streaming. The first reads every record and every file and writes nothing; if
+    anything is wrong (missing file, corrupt or oversized image, caption for an unknown image, duplicate
+    id, malformed JSON, a record that conflicts with an earlier import) it raises ApplicationError whose
+    `extra["errors"]` names every offender, and the dataset keeps no rows or files from this run. The
+    second pass writes in batches, each batch its own transaction, so progress (`images_done`,
+    `captions_done`) is visible to the UI while it runs and the database never holds one huge
+    transaction. Because batches commit, a failure mid-write (storage down, a file changed between the
+    passes) cannot be rolled back by the database: the rows this run created (their pks are kept) and
+    the files no remaining row uses are deleted before the error is raised.
+
+    Idempotent: images and captions whose source ids are already in the dataset are skipped (after
+    checking they are the same), so running the same import again writes no row and no file, and an
+    interrupted import resumes. Files are stored by content hash; two images with the same bytes keep
+    their own rows (captions refer to their ids) but share one stored file, and the report lists them
+    under "duplicates". Locking: SELECT ... FOR UPDATE on the Dataset row only while changing its status;
+    two imports of the same dataset at the same time are not supported (the unique constraints on
+    (dataset, source_id) make the later writer fail instead of duplicating rows).
+
+    A failed import leaves the dataset `failed` with the offenders in `report` (or `ready` again when it
+    was ready before, its earlier content intact).
+    """
+    name = (name or "").strip()
+    if not name or len(name) > 200:
+        raise ApplicationError("A dataset needs a name of 1 to 200 characters.")
+    captions_path, images_path = Path(captions_path), Path(images_path)
+    split_path = Path(split_path) if split_path else None
+    splits = tuple(s.strip() for s in (split or "").split(",") if s.strip())
+
+    offenders = _Offenders()
+    _check_paths(captions_path, images_path, split_path, split, offenders)
+    if offenders.count:
+        raise ApplicationError("The import cannot start: " + "; ".join(offenders.errors), extra=offenders.extra())
+
+    dataset, previous = _dataset_begin(name=name, owner=owner)
+    source = {"captions": str(captions_path), "images": str(images_path),
+              "split_file": str(split_path) if split_path else None, "split": list(splits)}
+    failed_status = DatasetStatus.READY if previous == DatasetStatus.READY else DatasetStatus.FAILED
+    images = None
+    try:
+        try:
+            reader = caption_file_for(captions_path)
+            images = open_images(images_path)
+            split_filter = read_split(split_path, splits) if split_path else None
+            plan = _validate(dataset=dataset, reader=reader, images=images, split_filter=split_filter,
+                             offenders=offenders, progress=progress)
+        except MalformedFile as exc:
+            offenders.add("file", None, exc.path.name, exc.message)
+        except ImageProblem as exc:
+            offenders.add("file", None, images_path.name, str(exc))
+        except BaseException as exc:
+            _dataset_finish(dataset=dataset, status=failed_status, report={
+                "phase": "failed", "source": source, "errors": [f"{type(exc).__name__}: {exc}"]})
+            raise
+        if offenders.count:
+            message = f"The import of {name!r} was refused: {offenders.count} problem(s), nothing was imported."
+            _dataset_finish(dataset=dataset, status=failed_status,
+                            report={"phase": "refused", "source": source, **offenders.extra()})
+            raise ApplicationError(message, extra=offenders.extra())
+
+        images_total = plan.images_new + plan.images_unchanged
+        captions_total = plan.captions_new + plan.captions_unchanged
+        Dataset.objects.filter(pk=dataset.pk).update(
+            images_total=images_total, captions_total=captions_total, images_done=0, captions_done=0,
+            report={"phase": "importing", "source": source}, updated_at=timezone.now(),
+        )
+        created_images, created_captions, written = array("q"), array("q"), []
+        try:
+            _write_images(dataset=dataset, reader=reader, images=images, split_filter=split_filter,
+                          created=created_images, written=written, progress=progress, total=images_total)
+            _write_captions(dataset=dataset, reader=reader, created=created_captions, progress=progress,
+                            total=captions_total)
+        except BaseException as exc:
+            _cleanup(created_images=created_images, created_captions=created_captions, written=written)
+            known = isinstance(exc, (ImageProblem, MalformedFile))
+            detail = str(exc) if known else f"{type(exc).__name__}: {exc}"
+            _dataset_finish(dataset=dataset, status=failed_status, report={
+                "phase": "failed", "source": source, "errors": [f"import stopped while writing: {detail}"],
+            })
+            if known:
+                raise ApplicationError(f"The import of {name!r} stopped and was undone: {detail}",
+                                       extra={"errors": [detail]}) from exc
+            raise
+    finally:
+        if images is not None:
+            images.close()
+
+    duplicates = [{"content_hash": digest, "image_ids": ids} for digest, ids in plan.duplicates.items()]
+    report = {
+        "phase": "done",
+        "source": source,
+        "format": reader.format,
+        "images_created": len(created_images),
+        "images_unchanged": plan.images_unchanged,
+        "captions_created": len(created_captions),
+        "captions_unchanged": plan.captions_unchanged,
+        "images_skipped_by_split": plan.images_skipped_by_split,
+        "captions_skipped_by_split": plan.captions_skipped_by_split,
+        "duplicate_groups": len(duplicates),
+        "duplicates": duplicates[:MAX_LISTED_DUPLICATES],
+        "finished_at": timezone.now().isoformat(),
+    }
+    Dataset.objects.filter(pk=dataset.pk).update(
+        images_total=Image.objects.filter(dataset=dataset).count(),
+        images_done=Image.objects.filter(dataset=dataset).count(),
+        captions_total=Caption.objects.filter(dataset=dataset).count(),
+        captions_done=Caption.objects.filter(dataset=dataset).count(),
+    )
+    _dataset_finish(dataset=dataset, status=DatasetStatus.READY, report=report)
+    return dataset

@@ -1,0 +1,640 @@
+"""Exports of a campaign's verified labels: ECCV Caption JSON, JSONL, Crisscrossed CSV, a Postgres table.
+
+Every writer streams: rows come from server-side cursors (`connection.chunked_cursor()`, a named cursor on
+PostgreSQL) in chunks and are written as they arrive, grouped in SQL order, so memory does not grow with the
+number of labels. Files go to a temporary file first and then to the default storage (local disk or S3),
+which uploads from the file without reading it into memory.
+
+Which queries an ECCV map has: a pair proposed in the image-to-caption stage (`Pair.direction == "i2t"`)
+makes its image an i2t query, one of the caption-to-image stage makes its caption a t2i query; a pair
+without a recorded stage (imported, hand-made) counts for both. The positives of a query are all positive
+labelled pairs of that query in the campaign, whatever stage proposed them, plus (on request) the
+dataset's original pairs. Queries without any positive are left out: R-Precision and mAP@R cannot score them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import os
+import queue
+import re
+import tempfile
+import threading
+import zipfile
+from collections.abc import Iterator
+from typing import IO
+
+from django.core.files import File
+from django.db import connection, transaction
+from django.utils import timezone
+
+from annotator.errors import ApplicationError
+from annotator.models import (
+    EXPORT_TRANSITIONS,
+    Answer,
+    Assignment,
+    Campaign,
+    CampaignDirection,
+    Caption,
+    ExportFormat,
+    ExportJob,
+    ExportStatus,
+    ExportVariant,
+    Hit,
+    HitItem,
+    Image,
+    Label,
+    MachineAnnotator,
+    Pair,
+    PairSource,
+    RankingRun,
+    Scale,
+    Worker,
+)
+from annotator.models.state import check_transition
+from annotator.queue import enqueue_on_commit
+from annotator.selectors.research import label_method_resolve
+
+logger = logging.getLogger(__name__)
+CHUNK_ROWS = 20_000
+EXPORT_TASK = "workers.tasks.exports.export_run"
+FILE_SUFFIX = {
+    ExportFormat.ECCV_JSON: "json",
+    ExportFormat.ECCV_SPLIT: "zip",
+    ExportFormat.JSONL: "jsonl",
+    ExportFormat.CXC_CSV: "csv",
+}
+ECCV_SPLIT_NAMES = {"i2t": "eccv_image_to_caption.json", "t2i": "eccv_caption_to_image.json"}
+_INTEGER = re.compile(r"-?[1-9][0-9]{0,17}|0")
+
+
+def _t(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _stream(sql: str, params: list) -> Iterator[tuple]:
+    """Rows of `sql` in chunks from a server-side cursor (PostgreSQL) or a plain cursor (SQLite)."""
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while True:
+            rows = cursor.fetchmany(CHUNK_ROWS)
+            if not rows:
+                return
+            yield from rows
+
+
+def _id_json(source_id: str) -> str:
+    """A source id as JSON: an integer when it is one (COCO ids, as ECCV Caption releases them), else a string."""
+    return source_id if _INTEGER.fullmatch(source_id) else json.dumps(source_id)
+
+
+def _positive_column(variant: str) -> str:
+    return "is_positive_strict" if variant == ExportVariant.STRICT else "is_positive"
+
+
+def _eccv_sql(*, direction: str, variant: str, merge_original: bool) -> tuple[str, int]:
+    """SQL yielding (query pk, query source id, target source id) ordered by query; and its campaign/method arity."""
+    query_col, target_col = ("image_id", "caption_id") if direction == "i2t" else ("caption_id", "image_id")
+    query_model, target_model = (Image, Caption) if direction == "i2t" else (Caption, Image)
+    queries = (
+        f"SELECT q.{query_col} FROM {_t(Pair)} q WHERE q.campaign_id = %s AND q.kind = 'image_caption' "
+        f"AND q.direction IN ('{direction}', '')"
+    )
+    verified = (
+        f"SELECT p.{query_col} AS qpk, qm.source_id AS qsrc, tm.source_id AS tsrc "
+        f"FROM {_t(Label)} l JOIN {_t(Pair)} p ON p.id = l.pair_id "
+        f"JOIN {_t(query_model)} qm ON qm.id = p.{query_col} JOIN {_t(target_model)} tm ON tm.id = p.{target_col} "
+        f"WHERE p.campaign_id = %s AND p.kind = 'image_caption' AND l.method = %s AND l.{_positive_column(variant)} "
+        f"AND p.{query_col} IN ({queries})"
+    )
+    if not merge_original:
+        return f"{verified} ORDER BY 1, 3", 1
+    if direction == "i2t":  # an image's original captions
+        original = (
+            f"SELECT i.id, i.source_id, c.source_id FROM {_t(Caption)} c JOIN {_t(Image)} i ON i.id = c.image_id "
+            f"WHERE i.id IN ({queries})"
+        )
+    else:  # a caption's original image
+        original = (
+            f"SELECT c.id, c.source_id, i.source_id FROM {_t(Caption)} c JOIN {_t(Image)} i ON i.id = c.image_id "
+            f"WHERE c.id IN ({queries})"
+        )
+    return f"{verified} UNION {original} ORDER BY 1, 3", 2
+
+
+def _eccv_groups(*, campaign_id: int, method: str, direction: str, variant: str, merge_original: bool):
+    """(query source id, [target source ids]) per query, in query order, one group in memory at a time."""
+    sql, merged = _eccv_sql(direction=direction, variant=variant, merge_original=merge_original)
+    params = [campaign_id, method, campaign_id] + ([campaign_id] if merged == 2 else [])
+    current_pk, current_src, targets = None, None, []
+    for query_pk, query_src, target_src in _stream(sql, params):
+        if query_pk != current_pk:
+            if targets:
+                yield current_src, targets
+            current_pk, current_src, targets = query_pk, query_src, []
+        targets.append(target_src)
+    if targets:
+        yield current_src, targets
+
+
+def eccv_label_map(*, campaign_id: int, method: str, variant: str, merge_original: bool = False) -> dict:
+    """The ECCV map in memory, `{"i2t": {id: [ids]}, "t2i": {...}}` with string ids (for evaluation)."""
+    options = {"campaign_id": campaign_id, "method": method, "variant": variant, "merge_original": merge_original}
+    with transaction.atomic():
+        return {
+            direction: {str(key): [str(t) for t in targets] for key, targets in _eccv_groups(direction=direction, **options)}
+            for direction in ("i2t", "t2i")
+        }
+
+
+def _write_eccv_map(out: IO[str], groups) -> int:
+    """Write `{"id": [ids], ...}`; returns the number of keys."""
+    out.write("{")
+    count = 0
+    for key, targets in groups:
+        out.write(("," if count else "") + json.dumps(str(key)) + ": [" + ", ".join(map(_id_json, targets)) + "]")
+        count += 1
+    out.write("}")
+    return count
+
+
+def write_eccv_json(*, out: IO[str], campaign_id: int, method: str, variant: str, merge_original: bool) -> int:
+    """`{"i2t": {...}, "t2i": {...}}` into a text stream; returns the number of query keys written."""
+    options = {"campaign_id": campaign_id, "method": method, "variant": variant, "merge_original": merge_original}
+    out.write('{"i2t": ')
+    keys = _write_eccv_map(out, _eccv_groups(direction="i2t", **options))
+    out.write(', "t2i": ')
+    keys += _write_eccv_map(out, _eccv_groups(direction="t2i", **options))
+    out.write("}\n")
+    return keys
+
+
+def write_eccv_split(*, out: IO[bytes], campaign_id: int, method: str, variant: str, merge_original: bool) -> int:
+    """A zip of the two files ECCV Caption released (image_to_caption, caption_to_image)."""
+    options = {"campaign_id": campaign_id, "method": method, "variant": variant, "merge_original": merge_original}
+    keys = 0
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for direction, name in ECCV_SPLIT_NAMES.items():
+            with archive.open(name, "w", force_zip64=True) as member:
+                text = io.TextIOWrapper(member, encoding="utf-8", newline="")
+                keys += _write_eccv_map(text, _eccv_groups(direction=direction, **options))
+                text.write("\n")
+                text.flush()
+                text.detach()
+    return keys
+
+
+def _pair_sql() -> str:
+    return (
+        "SELECT p.id, p.kind, i.source_id, c.source_id, oi.source_id, oc.source_id, p.is_original, p.direction, "
+        "l.choice, l.score, l.is_positive, l.is_positive_strict, l.confidence, l.answer_count, l.method "
+        f"FROM {_t(Label)} l JOIN {_t(Pair)} p ON p.id = l.pair_id "
+        f"LEFT JOIN {_t(Image)} i ON i.id = p.image_id LEFT JOIN {_t(Caption)} c ON c.id = p.caption_id "
+        f"LEFT JOIN {_t(Image)} oi ON oi.id = p.other_image_id LEFT JOIN {_t(Caption)} oc ON oc.id = p.other_caption_id "
+        "WHERE p.campaign_id = %s AND l.method = %s ORDER BY p.id"
+    )
+
+
+def _sources_stream(campaign_id: int) -> Iterator[tuple]:
+    sql = (
+        "SELECT s.pair_id, a.name, a.kind, s.run_id, s.direction, s.rank, s.score "
+        f"FROM {_t(PairSource)} s JOIN {_t(Pair)} p ON p.id = s.pair_id "
+        f"JOIN {_t(RankingRun)} r ON r.id = s.run_id JOIN {_t(MachineAnnotator)} a ON a.id = r.annotator_id "
+        "WHERE p.campaign_id = %s ORDER BY s.pair_id, s.rank, s.id"
+    )
+    return _stream(sql, [campaign_id])
+
+
+def _answers_stream(campaign_id: int) -> Iterator[tuple]:
+    """Answers of approved assignments only, by pair."""
+    sql = (
+        "SELECT hi.pair_id, w.pseudonym, an.choice, an.score, an.shortcomings, an.wrong_aspects, an.comment, "
+        "an.seconds_spent, asg.id "
+        f"FROM {_t(Answer)} an JOIN {_t(Assignment)} asg ON asg.id = an.assignment_id "
+        f"JOIN {_t(Worker)} w ON w.id = asg.worker_id JOIN {_t(HitItem)} hi ON hi.id = an.item_id "
+        f"JOIN {_t(Hit)} h ON h.id = hi.hit_id "
+        "WHERE h.campaign_id = %s AND asg.status = 'approved' ORDER BY hi.pair_id, asg.id"
+    )
+    return _stream(sql, [campaign_id])
+
+
+class _Follower:
+    """Merge-join helper: the rows of a pair-ordered stream that belong to the pair being written."""
+
+    def __init__(self, rows: Iterator[tuple]):
+        self._rows = rows
+        self._head = next(rows, None)
+
+    def take(self, pair_id: int) -> list[tuple]:
+        taken = []
+        while self._head is not None and self._head[0] <= pair_id:
+            if self._head[0] == pair_id:
+                taken.append(self._head)
+            self._head = next(self._rows, None)
+        return taken
+
+
+def _json_list(value) -> list:
+    if value is None or value == "":
+        return []
+    return json.loads(value) if isinstance(value, str) else list(value)
+
+
+def write_jsonl(*, out: IO[str], campaign_id: int, method: str, variant: str = "", merge_original: bool = False) -> int:
+    """One line per labelled pair: ids, provenance, label, confidence and every approved answer."""
+    sources = _Follower(_sources_stream(campaign_id))
+    answers = _Follower(_answers_stream(campaign_id))
+    count = 0
+    for row in _stream(_pair_sql(), [campaign_id, method]):
+        (pair_id, kind, image, caption, other_image, other_caption, is_original, direction,
+         choice, score, is_positive, is_positive_strict, confidence, answer_count, label_method) = row
+        record = {
+            "pair_id": pair_id,
+            "kind": kind,
+            "image": image,
+            "caption": caption,
+            "is_original": bool(is_original),
+            "stage": direction,
+            "provenance": [
+                {"annotator": name, "annotator_kind": annotator_kind, "run": run, "direction": src_direction,
+                 "rank": rank, "score": src_score}
+                for _, name, annotator_kind, run, src_direction, rank, src_score in sources.take(pair_id)
+            ],
+            "label": {
+                "method": label_method, "choice": choice or None, "score": score, "is_positive": bool(is_positive),
+                "is_positive_strict": bool(is_positive_strict), "confidence": confidence,
+                "answer_count": answer_count,
+            },
+            "answers": [
+                {"worker": pseudonym, "choice": a_choice or None, "score": a_score,
+                 "shortcomings": _json_list(shortcomings), "wrong_aspects": _json_list(wrong_aspects),
+                 "comment": comment, "seconds_spent": seconds}
+                for _, pseudonym, a_choice, a_score, shortcomings, wrong_aspects, comment, seconds, _ in
+                answers.take(pair_id)
+            ],
+        }
+        if other_image is not None:
+            record["other_image"] = other_image
+        if other_caption is not None:
+            record["other_caption"] = other_caption
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        count += 1
+    return count
+
+
+def _cxc_header(campaign_direction: str) -> list[str]:
+    if campaign_direction == CampaignDirection.T2T:
+        return ["caption1", "caption2", "agg_score", "sampling_method"]
+    if campaign_direction == CampaignDirection.I2I:
+        return ["image1", "image2", "agg_score", "sampling_method"]
+    return ["caption", "image", "agg_score", "sampling_method"]
+
+
+def write_cxc_csv(*, out: IO[str], campaign_id: int, method: str, variant: str = "", merge_original: bool = False) -> int:
+    """Crisscrossed Captions CSV: the pair's two ids, the aggregated 0-5 score, how the pair was sampled.
+
+    sampling_method is `original` for a dataset pair, else `<stage>:<annotator>+<annotator>` (the models
+    that proposed it).
+    """
+    campaign_direction = Campaign.objects.values_list("direction", flat=True).get(pk=campaign_id)
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(_cxc_header(campaign_direction))
+    sources = _Follower(_sources_stream(campaign_id))
+    count = 0
+    for row in _stream(_pair_sql(), [campaign_id, method]):
+        pair_id, kind, image, caption, other_image, other_caption, is_original, direction = row[:8]
+        score = row[9]
+        annotators = sorted({source[1] for source in sources.take(pair_id)})
+        if is_original:
+            sampling = "original"
+        else:
+            sampling = f"{direction or 'pool'}:{'+'.join(annotators) or 'none'}"
+        if kind == "caption_caption":
+            first, second = caption, other_caption
+        elif kind == "image_image":
+            first, second = image, other_image
+        else:
+            first, second = caption, image
+        writer.writerow([first, second, "" if score is None else f"{score:.4g}", sampling])
+        count += 1
+    return count
+
+
+WRITERS = {
+    ExportFormat.ECCV_JSON: (write_eccv_json, "text"),
+    ExportFormat.ECCV_SPLIT: (write_eccv_split, "binary"),
+    ExportFormat.JSONL: (write_jsonl, "text"),
+    ExportFormat.CXC_CSV: (write_cxc_csv, "text"),
+}
+
+
+def labels_write(
+    *, out: IO[bytes], campaign_id: int, format: str, method: str, variant: str, merge_original: bool
+) -> int:
+    """Write one export into the binary stream `out`; returns rows (lines or query keys) written.
+
+    Reads inside one transaction so the parts of a file (i2t, t2i, answers) come from one moment.
+    """
+    writer, mode = WRITERS[format]
+    options = {"campaign_id": campaign_id, "method": method, "variant": variant, "merge_original": merge_original}
+    with transaction.atomic():
+        if mode == "binary":
+            return writer(out=out, **options)
+        text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=False)
+        try:
+            return writer(out=text, **options)
+        finally:
+            text.flush()
+            text.detach()
+
+
+def _check_options(*, campaign: Campaign, format: str, variant: str) -> None:
+    if format not in ExportFormat.values:
+        raise ApplicationError(f"Unknown export format {format!r}.", extra={"allowed": list(ExportFormat.values)})
+    if variant not in ExportVariant.values:
+        raise ApplicationError(f"Unknown variant {variant!r}.", extra={"allowed": list(ExportVariant.values)})
+    if format == ExportFormat.CXC_CSV and campaign.scale != Scale.SIMILARITY:
+        raise ApplicationError("The Crisscrossed CSV is for similarity (0-5) campaigns; this one uses four choices.")
+
+
+def export_create(
+    *,
+    campaign: Campaign,
+    user,
+    format: str,
+    variant: str = ExportVariant.LENIENT,
+    method: str | None = None,
+    merge_original: bool = False,
+) -> ExportJob:
+    """Record an export job and enqueue its task after commit. The caller checked that `user` may read the campaign.
+
+    Not idempotent by design: each call is a new file (labels change as answers are approved).
+    """
+    _check_options(campaign=campaign, format=format, variant=variant)
+    method = label_method_resolve(campaign=campaign, method=method)
+    with transaction.atomic():
+        job = ExportJob(
+            campaign=campaign, created_by=user, format=format, variant=variant, method=method,
+            merge_original=merge_original,
+        )
+        job.full_clean()
+        job.save()
+        enqueue_on_commit(EXPORT_TASK, job.pk)
+    return job
+
+
+def export_run(*, export_id: int) -> ExportJob:
+    """Write the export's file to storage. Idempotent: a succeeded job is returned untouched.
+
+    Takes SELECT ... FOR UPDATE on the ExportJob row only to move its status; the (long) write happens
+    outside that lock. A redelivered task for a job left running starts the file again from scratch.
+    """
+    with transaction.atomic():
+        job = ExportJob.objects.select_for_update().get(pk=export_id)
+        if job.status in (ExportStatus.SUCCEEDED, ExportStatus.FAILED):
+            return job  # done, or failed for a reason a new export has to address
+        check_transition(transitions=EXPORT_TRANSITIONS, current=job.status, target=ExportStatus.RUNNING, what="export")
+        job.status = ExportStatus.RUNNING
+        job.started_at = timezone.now()
+        job.error = ""
+        job.save(update_fields=["status", "started_at", "error"])
+    try:
+        with tempfile.TemporaryFile() as spool:
+            rows = labels_write(
+                out=spool, campaign_id=job.campaign_id, format=job.format, method=job.method,
+                variant=job.variant, merge_original=job.merge_original,
+            )
+            size = spool.tell()
+            spool.seek(0)
+            name = f"exports/campaign-{job.campaign_id}/export-{job.pk}-{job.format}-{job.variant}.{FILE_SUFFIX[job.format]}"
+            job.file.save(name, File(spool), save=False)
+    except Exception as error:  # recorded on the job for the person, logged for the operator
+        logger.exception("Export %s failed", job.pk)
+        job.status = ExportStatus.FAILED
+        job.error = f"The export failed: {error}"[:2000]
+        job.finished_at = timezone.now()
+        job.save(update_fields=["status", "error", "finished_at"])
+        return job
+    job.status = ExportStatus.SUCCEEDED
+    job.rows = rows
+    job.size_bytes = size
+    job.finished_at = timezone.now()
+    job.save(update_fields=["status", "rows", "size_bytes", "file", "finished_at"])
+    return job
+
+
+# --- PostgreSQL: COPY into a researcher's own database ---------------------------------------------------
+
+PG_COLUMNS = [
+    ("campaign_id", "bigint NOT NULL"),
+    ("pair_id", "bigint NOT NULL"),
+    ("method", "text NOT NULL"),
+    ("kind", "text NOT NULL"),
+    ("image_source_id", "text"),
+    ("caption_source_id", "text"),
+    ("other_image_source_id", "text"),
+    ("other_caption_source_id", "text"),
+    ("is_original", "boolean NOT NULL"),
+    ("stage", "text NOT NULL"),
+    ("choice", "text"),
+    ("score", "double precision"),
+    ("is_positive", "boolean NOT NULL"),
+    ("is_positive_strict", "boolean NOT NULL"),
+    ("confidence", "double precision NOT NULL"),
+    ("answer_count", "integer NOT NULL"),
+    ("label_updated_at", "timestamptz"),
+]
+PG_KEY = ("campaign_id", "pair_id", "method")
+_TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?")
+
+
+def _pg_select_sql() -> str:
+    return (
+        "SELECT p.campaign_id, p.id, l.method, p.kind, i.source_id, c.source_id, oi.source_id, oc.source_id, "
+        "p.is_original, p.direction, NULLIF(l.choice, ''), l.score, l.is_positive, l.is_positive_strict, "
+        "l.confidence, l.answer_count, l.updated_at "
+        f"FROM {_t(Label)} l JOIN {_t(Pair)} p ON p.id = l.pair_id "
+        f"LEFT JOIN {_t(Image)} i ON i.id = p.image_id LEFT JOIN {_t(Caption)} c ON c.id = p.caption_id "
+        f"LEFT JOIN {_t(Image)} oi ON oi.id = p.other_image_id LEFT JOIN {_t(Caption)} oc ON oc.id = p.other_caption_id "
+        "WHERE p.campaign_id = %s AND l.method = %s"
+    )
+
+
+def _copy_text(value) -> str:
+    if value is None:
+        return r"\N"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    text = str(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+_ABORT = b"\x00abort"  # sentinel object (compared by identity): the producer failed, roll the COPY back
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file-like reader over byte chunks from a queue (None ends it), for COPY FROM STDIN."""
+
+    def __init__(self, chunks: queue.Queue):
+        self._chunks = chunks
+        self._buffer = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while not self._done and (size < 0 or len(self._buffer) < size):
+            chunk = self._chunks.get()
+            if chunk is None:
+                self._done = True
+                break
+            if chunk is _ABORT:
+                raise OSError("Reading the labels failed; nothing was written.")
+            self._buffer += chunk
+        if size < 0:
+            data, self._buffer = self._buffer, b""
+        else:
+            data, self._buffer = self._buffer[:size], self._buffer[size:]
+        return data
+
+
+class _ChunkWriter:
+    """A file-like writer that hands each chunk COPY TO STDOUT produces to a bounded queue."""
+
+    def __init__(self, chunks: queue.Queue, failed: threading.Event):
+        self._chunks = chunks
+        self._failed = failed
+
+    def write(self, data) -> int:
+        if self._failed.is_set():
+            raise OSError("The target database stopped reading.")
+        data = data.encode() if isinstance(data, str) else bytes(data)
+        self._chunks.put(data)
+        return len(data)
+
+
+def _produce_copy_rows(chunks: queue.Queue, failed: threading.Event, *, campaign_id: int, method: str) -> int:
+    """Feed the label rows as COPY text into `chunks`; on PostgreSQL straight from COPY TO STDOUT."""
+    writer = _ChunkWriter(chunks, failed)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            select = cursor.cursor.mogrify(_pg_select_sql(), [campaign_id, method]).decode()
+            cursor.cursor.copy_expert(f"COPY ({select}) TO STDOUT", writer, size=1 << 18)
+            return cursor.cursor.rowcount
+    count, lines = 0, []
+    for row in _stream(_pg_select_sql(), [campaign_id, method]):
+        lines.append("\t".join(map(_copy_text, row)))
+        count += 1
+        if len(lines) >= 5000:
+            writer.write("\n".join(lines) + "\n")
+            lines = []
+    if lines:
+        writer.write("\n".join(lines) + "\n")
+    return count
+
+
+def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, table: str) -> dict:
+    """Write the campaign's labels into `table` of the database at `dsn`, creating it if needed.
+
+    COPY into a temporary table, then one INSERT ... ON CONFLICT (campaign_id, pair_id, method) DO UPDATE
+    and a DELETE of this campaign's rows that no longer exist, all in one transaction of the target: re-running
+    updates rather than duplicates, and a failed run leaves the table as it was. Rows stream through a
+    bounded queue between the two connections, so memory does not grow with the number of labels.
+    """
+    import psycopg2
+    from psycopg2 import sql as pgsql
+
+    if not _TABLE_NAME.fullmatch(table):
+        raise ApplicationError("A table name is letters, digits and underscores, optionally schema.table.")
+    method = label_method_resolve(campaign=campaign, method=method)
+    try:
+        target = psycopg2.connect(dsn)
+    except psycopg2.Error as error:
+        raise ApplicationError(f"Cannot connect to the target database: {str(error).strip()}") from None
+    identifier = pgsql.Identifier(*table.split("."))
+    columns = pgsql.SQL(", ").join(pgsql.Identifier(name) for name, _ in PG_COLUMNS)
+    key = pgsql.SQL(", ").join(pgsql.Identifier(name) for name in PG_KEY)
+    updates = pgsql.SQL(", ").join(
+        pgsql.SQL("{0} = EXCLUDED.{0}").format(pgsql.Identifier(name)) for name, _ in PG_COLUMNS if name not in PG_KEY
+    )
+    chunks: queue.Queue = queue.Queue(maxsize=32)
+    failed = threading.Event()
+    outcome: dict = {}
+
+    def consume():
+        try:
+            with target.cursor() as cursor:
+                cursor.execute(
+                    pgsql.SQL("CREATE TABLE IF NOT EXISTS {} ({}, PRIMARY KEY ({}))").format(
+                        identifier,
+                        pgsql.SQL(", ").join(
+                            pgsql.SQL("{} {}").format(pgsql.Identifier(name), pgsql.SQL(kind)) for name, kind in PG_COLUMNS
+                        ),
+                        key,
+                    )
+                )
+                cursor.execute(
+                    pgsql.SQL("CREATE TEMP TABLE vericap_labels_in ({}) ON COMMIT DROP").format(
+                        pgsql.SQL(", ").join(
+                            pgsql.SQL("{} {}").format(pgsql.Identifier(name), pgsql.SQL(kind)) for name, kind in PG_COLUMNS
+                        )
+                    )
+                )
+                cursor.copy_expert("COPY vericap_labels_in FROM STDIN", _ChunkReader(chunks), size=1 << 18)
+                cursor.execute(
+                    pgsql.SQL(
+                        "INSERT INTO {t} ({c}) SELECT {c} FROM vericap_labels_in ON CONFLICT ({k}) DO UPDATE SET {u}"
+                    ).format(t=identifier, c=columns, k=key, u=updates)
+                )
+                outcome["upserted"] = cursor.rowcount
+                cursor.execute(
+                    pgsql.SQL(
+                        "DELETE FROM {t} t WHERE t.campaign_id = %s AND t.method = %s AND NOT EXISTS "
+                        "(SELECT 1 FROM vericap_labels_in n WHERE n.pair_id = t.pair_id)"
+                    ).format(t=identifier),
+                    [campaign.pk, method],
+                )
+                outcome["deleted"] = cursor.rowcount
+            target.commit()
+        except BaseException as error:  # handed to the main thread, which raises it
+            failed.set()
+            outcome["error"] = error
+            target.rollback()
+            while True:  # unblock the producer
+                try:
+                    chunks.get_nowait()
+                except queue.Empty:
+                    break
+
+    thread = threading.Thread(target=consume, name="vericap-pg-export", daemon=True)
+    thread.start()
+    produced, complete = 0, False
+    try:
+        with transaction.atomic():
+            produced = _produce_copy_rows(chunks, failed, campaign_id=campaign.pk, method=method)
+        complete = True
+    except Exception:
+        if not failed.is_set():
+            raise  # reading our own labels failed: the consumer is told to roll back below
+    finally:
+        if not failed.is_set():
+            chunks.put(None if complete else _ABORT)
+        thread.join()
+        target.close()
+    error = outcome.get("error")
+    if error is not None:
+        if isinstance(error, psycopg2.Error):
+            raise ApplicationError(f"The target database refused the labels: {str(error).strip()}") from None
+        raise error
+    return {"table": table, "method": method, "rows": produced, "deleted": outcome.get("deleted", 0)}
+
+
+def export_file_name(job: ExportJob) -> str:
+    """The name a download is saved under."""
+    return os.path.basename(job.file.name) if job.file else f"export-{job.pk}.{FILE_SUFFIX[job.format]}"

@@ -1,0 +1,128 @@
+"""Labels: aggregate approved answers of a campaign into one Label per pair and method."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import F
+
+from annotator.analysis.aggregation import Vote, dawid_skene, gold_weighted_vote, majority_vote, mean_score
+from annotator.errors import ApplicationError
+from annotator.models import (
+    AggregationMethod,
+    Answer,
+    AssignmentStatus,
+    Campaign,
+    Hit,
+    HitItem,
+    HitStatus,
+    Label,
+    Scale,
+    Worker,
+)
+
+FOUR_CHOICE_METHODS = [AggregationMethod.MAJORITY, AggregationMethod.GOLD_WEIGHTED, AggregationMethod.DAWID_SKENE]
+SIMILARITY_METHODS = [AggregationMethod.MEAN]
+# The method whose confidence decides whether a pair needs one more answer.
+PRIMARY_METHOD = {Scale.FOUR_CHOICE: AggregationMethod.MAJORITY, Scale.SIMILARITY: AggregationMethod.MEAN}
+
+
+def _approved_votes(*, campaign: Campaign) -> list[Vote]:
+    rows = Answer.objects.filter(
+        assignment__hit__campaign=campaign, assignment__status=AssignmentStatus.APPROVED
+    ).values_list("item__pair_id", "assignment__worker_id", "choice", "score")
+    return [Vote(pair_id=p, worker_id=w, choice=c or "", score=s) for p, w, c, s in rows]
+
+
+def _aggregate(method: str, votes: list[Vote]):
+    if method == AggregationMethod.MAJORITY:
+        return majority_vote(votes)
+    if method == AggregationMethod.GOLD_WEIGHTED:
+        worker_ids = {vote.worker_id for vote in votes}
+        gold = {pk: (c, t) for pk, c, t in Worker.objects.filter(pk__in=worker_ids).values_list("pk", "gold_correct", "gold_total")}
+        return gold_weighted_vote(votes, gold=gold)
+    if method == AggregationMethod.DAWID_SKENE:
+        return dawid_skene(votes)
+    if method == AggregationMethod.MEAN:
+        return mean_score(votes)
+    raise ApplicationError(f"Unknown aggregation method {method!r}.")
+
+
+def _methods_for(*, campaign: Campaign, method: str | None) -> list[str]:
+    allowed = SIMILARITY_METHODS if campaign.scale == Scale.SIMILARITY else FOUR_CHOICE_METHODS
+    if method is None:
+        return list(allowed)
+    if method not in allowed:
+        names = ", ".join(str(m) for m in allowed)
+        raise ApplicationError(f"Method {method!r} does not apply to a {campaign.scale} campaign; use one of {names}.")
+    return [method]
+
+
+def labels_aggregate(*, campaign: Campaign, method: str | None = None) -> dict:
+    """Aggregate the campaign's APPROVED answers into Labels (all methods of its scale, or `method`).
+
+    Upserts on the (pair, method) unique constraint and removes this method's labels of pairs that no
+    longer have approved answers, so it is idempotent and safe to re-run after any decision. Pairs whose
+    primary-method confidence is below campaign.confidence_threshold get one more assignment on their
+    HITs (Hit.assignments_required + 1, never above redundancy + extra_assignment_cap) — only on HITs that
+    have all the answers they asked for, so re-running it before those arrive raises nothing twice.
+    Takes SELECT ... FOR UPDATE on the HIT rows it raises. Returns counts per method and the extras.
+    """
+    methods = _methods_for(campaign=campaign, method=method)
+    votes = _approved_votes(campaign=campaign)
+    report: dict = {"answers": len(votes), "labels": {}, "extra_assignments": 0}
+    primary = PRIMARY_METHOD[campaign.scale]
+    low_confidence: set[int] = set()
+    for name in methods:
+        labels = _aggregate(name, votes)
+        rows = [
+            Label(
+                pair_id=pair_id,
+                method=name,
+                choice=label.choice,
+                score=label.score,
+                is_positive=label.is_positive,
+                is_positive_strict=label.is_positive_strict,
+                confidence=min(max(label.confidence, 0.0), 1.0),
+                answer_count=label.answer_count,
+            )
+            for pair_id, label in labels.items()
+        ]
+        with transaction.atomic():
+            Label.objects.filter(pair__campaign=campaign, method=name).exclude(pair_id__in=list(labels)).delete()
+            Label.objects.bulk_create(
+                rows,
+                batch_size=2000,
+                update_conflicts=True,
+                unique_fields=["pair", "method"],
+                update_fields=["choice", "score", "is_positive", "is_positive_strict", "confidence", "answer_count", "updated_at"],
+            )
+        report["labels"][str(name)] = len(rows)
+        if name == primary:
+            low_confidence = {pair_id for pair_id, label in labels.items() if label.confidence < campaign.confidence_threshold}
+    if low_confidence and campaign.extra_assignment_cap > 0:
+        report["extra_assignments"] = hits_request_extra_assignment(campaign=campaign, pair_ids=low_confidence)
+    return report
+
+
+def hits_request_extra_assignment(*, campaign: Campaign, pair_ids: set[int]) -> int:
+    """Ask for one more assignment on the complete HITs holding `pair_ids` (as candidates), up to the cap.
+
+    Locks each Hit row (SELECT ... FOR UPDATE). Idempotent per round: a HIT still waiting for an answer it
+    asked for is left alone. Returns how many HITs were raised.
+    """
+    cap = campaign.redundancy + campaign.extra_assignment_cap
+    hit_ids = set(
+        HitItem.objects.filter(hit__campaign=campaign, pair_id__in=pair_ids, role="candidate").values_list("hit_id", flat=True)
+    )
+    raised = 0
+    for hit_id in sorted(hit_ids):
+        with transaction.atomic():
+            hit = Hit.objects.select_for_update().get(pk=hit_id)
+            if hit.status == HitStatus.CANCELLED or hit.assignments_required >= cap:
+                continue
+            approved = hit.assignments.filter(status=AssignmentStatus.APPROVED).count()
+            if approved < hit.assignments_required:
+                continue
+            Hit.objects.filter(pk=hit_id).update(assignments_required=F("assignments_required") + 1, status=HitStatus.OPEN)
+            raised += 1
+    return raised

@@ -1,0 +1,346 @@
+"""Quality control writes: gold scoring, the decision policy, approval and rejection.
+
+Lock order, everywhere in this module: Assignment row, then Worker row, then Hit row. Every status change
+goes through ASSIGNMENT_TRANSITIONS and leaves an AssignmentEvent (from, to, actor, reason).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotator.analysis.gold import gold_choice_right, gold_score_right, same_answer_throughout, too_fast
+from annotator.analysis.trust import is_trusted
+from annotator.errors import ApplicationError
+from annotator.models import (
+    ASSIGNMENT_TRANSITIONS,
+    Answer,
+    Assignment,
+    AssignmentEvent,
+    AssignmentStatus,
+    GoldFailAction,
+    Hit,
+    HitItem,
+    HitStatus,
+    ItemRole,
+    Scale,
+    Worker,
+)
+from annotator.models.state import check_transition
+from annotator.services.trust import trust_policy, worker_trust, worker_trust_refresh
+
+logger = logging.getLogger(__name__)
+
+GOLD_ROLES = (ItemRole.GOLD_POSITIVE, ItemRole.GOLD_NEGATIVE)
+
+# Review reasons stored in Assignment.flags (a non-empty list means "in the review queue").
+FLAG_GOLD_FAILED = "gold_failed"
+FLAG_TOO_FAST = "too_fast"
+FLAG_SAME_ANSWER = "same_answer"
+FLAG_LOW_TRUST = "low_trust"
+FLAG_LABELS = {
+    FLAG_GOLD_FAILED: "a gold item answered wrong",
+    FLAG_TOO_FAST: "implausibly fast",
+    FLAG_SAME_ANSWER: "the same answer throughout",
+    FLAG_LOW_TRUST: "the worker's gold accuracy is too low",
+}
+
+
+def _transition(*, assignment: Assignment, target: str, actor=None, reason: str = "") -> None:
+    """Move a locked assignment to `target` and record the event. Caller holds the row lock."""
+    check_transition(
+        transitions=ASSIGNMENT_TRANSITIONS, current=assignment.status, target=target, what="assignment"
+    )
+    previous = assignment.status
+    assignment.status = target
+    assignment.decided_at = timezone.now()
+    if target != AssignmentStatus.SUBMITTED:
+        assignment.auto_approve_at = None
+    assignment.save(update_fields=["status", "decided_at", "auto_approve_at"])
+    AssignmentEvent.objects.create(
+        assignment=assignment, from_status=previous, to_status=target, actor=actor, reason=reason[:1000]
+    )
+
+
+def hit_status_refresh(*, hit_id: int) -> Hit:
+    """Set Hit.status from its approved assignments: complete when approved >= assignments_required.
+
+    Takes SELECT ... FOR UPDATE on the Hit row; idempotent; a cancelled HIT stays cancelled.
+    """
+    with transaction.atomic():
+        hit = Hit.objects.select_for_update().get(pk=hit_id)
+        if hit.status == HitStatus.CANCELLED:
+            return hit
+        approved = hit.assignments.filter(status=AssignmentStatus.APPROVED).count()
+        status = HitStatus.COMPLETE if approved >= hit.assignments_required else HitStatus.OPEN
+        if status != hit.status:
+            hit.status = status
+            hit.save(update_fields=["status"])
+        return hit
+
+
+def _external_decision(*, assignment: Assignment, approve: bool, reason: str) -> None:
+    """Tell MTurk about the decision when the assignment came from there.
+
+    The seam: `annotator.mturk` (the worker-UI area) may offer `assignment_approve_external(assignment=...)`
+    and `assignment_reject_external(assignment=..., reason=...)`; called after commit so a failed call to
+    AWS never undoes the local decision (it is retried from the MTurk sync instead).
+    """
+    if not assignment.external_assignment_id:
+        return
+    try:
+        from annotator import mturk  # optional module of the worker-UI area
+    except ImportError:
+        logger.info("No annotator.mturk module; assignment %s decided locally only", assignment.pk)
+        return
+    name = "assignment_approve_external" if approve else "assignment_reject_external"
+    call = getattr(mturk, name, None)
+    if call is None:
+        logger.info("annotator.mturk has no %s; assignment %s decided locally only", name, assignment.pk)
+        return
+    kwargs = {"assignment": assignment} if approve else {"assignment": assignment, "reason": reason}
+    transaction.on_commit(lambda: call(**kwargs))
+
+
+def assignment_approve(*, assignment: Assignment, actor=None, reason: str = "") -> Assignment:
+    """Approve a submitted (or overturn a rejected) assignment; records who, when and why.
+
+    Locks the Assignment row, then the Hit row (via hit_status_refresh). Idempotent: approving an
+    approved assignment changes nothing and records nothing.
+    """
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if locked.status != AssignmentStatus.APPROVED:
+            _transition(assignment=locked, target=AssignmentStatus.APPROVED, actor=actor, reason=reason)
+            hit_status_refresh(hit_id=locked.hit_id)
+            _external_decision(assignment=locked, approve=True, reason=reason)
+            worker_trust_refresh(worker_id=locked.worker_id)
+    return locked
+
+
+def assignment_reject(*, assignment: Assignment, actor=None, reason: str) -> Assignment:
+    """Reject a submitted (or overturn an approved) assignment with a reason.
+
+    The rejected lease no longer counts against the HIT's redundancy, so the HIT is offered to another
+    worker (never to the same one: one assignment per worker and HIT). Locks the Assignment row, then
+    the Hit row. Idempotent: rejecting a rejected assignment changes nothing.
+    """
+    if not (reason or "").strip():
+        raise ApplicationError("Give a reason for the rejection; the worker sees it.")
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if locked.status != AssignmentStatus.REJECTED:
+            _transition(assignment=locked, target=AssignmentStatus.REJECTED, actor=actor, reason=reason)
+            hit_status_refresh(hit_id=locked.hit_id)
+            _external_decision(assignment=locked, approve=False, reason=reason)
+            worker_trust_refresh(worker_id=locked.worker_id)
+    return locked
+
+
+def assignments_bulk_decide(*, assignment_ids: list[int], approve: bool, actor=None, reason: str = "") -> int:
+    """Approve or reject many assignments, one transaction each (a bad one does not undo the others).
+
+    Returns how many changed. Raises ApplicationError listing the ids that could not be decided.
+    """
+    if not assignment_ids:
+        raise ApplicationError("Select at least one assignment.")
+    if not approve and not (reason or "").strip():
+        raise ApplicationError("Give a reason for the rejection; the workers see it.")
+    changed, failed = 0, {}
+    for assignment in Assignment.objects.filter(pk__in=assignment_ids).order_by("pk"):
+        before = assignment.status
+        try:
+            if approve:
+                after = assignment_approve(assignment=assignment, actor=actor, reason=reason).status
+            else:
+                after = assignment_reject(assignment=assignment, actor=actor, reason=reason).status
+        except ApplicationError as error:
+            failed[assignment.pk] = error.message
+            continue
+        changed += int(after != before)
+    if failed:
+        raise ApplicationError(
+            f"{len(failed)} of the selected assignments could not be decided; {changed} were.",
+            extra={"failed": failed},
+            status=409,
+        )
+    return changed
+
+
+def assignments_bulk_approve(*, assignment_ids: list[int], actor=None, reason: str = "") -> int:
+    """Approve many assignments; see assignments_bulk_decide."""
+    return assignments_bulk_decide(assignment_ids=assignment_ids, approve=True, actor=actor, reason=reason)
+
+
+def assignments_bulk_reject(*, assignment_ids: list[int], actor=None, reason: str) -> int:
+    """Reject many assignments; see assignments_bulk_decide."""
+    return assignments_bulk_decide(assignment_ids=assignment_ids, approve=False, actor=actor, reason=reason)
+
+
+def _gold_outcome(*, assignment: Assignment, campaign) -> tuple[int, int, list[Answer]]:
+    items = list(HitItem.objects.filter(hit_id=assignment.hit_id).only("id", "role"))
+    answers = {answer.item_id: answer for answer in Answer.objects.filter(assignment=assignment)}
+    correct = total = 0
+    for item in items:
+        if item.role not in GOLD_ROLES:
+            continue
+        total += 1
+        answer = answers.get(item.id)
+        if answer is None:
+            continue
+        if campaign.scale == Scale.SIMILARITY:
+            right = gold_score_right(role=item.role, score=answer.score, threshold=campaign.similarity_gold_threshold)
+        else:
+            right = gold_choice_right(role=item.role, choice=answer.choice, strict=campaign.strict_gold)
+        correct += int(right)
+    ordered = [answers[item.id] for item in items if item.id in answers]
+    return correct, total, ordered
+
+
+def assignment_score(*, assignment_id: int) -> Assignment | None:
+    """Score a submitted assignment against its gold items and apply the campaign's decision policy.
+
+    Policy: all gold right (or at most campaign.trusted_gold_misses wrong from a worker whose gold record
+    is established, see QUALITY_TRUSTED_*) and nothing suspicious => auto-approve at now + auto_approve_hours (at once
+    when that is 0) unless a requester acts first; a gold item wrong => the review queue, or rejected
+    when the campaign's gold_fail_action is "reject"; implausibly fast (median seconds per item below
+    min_seconds_per_item) or the same answer throughout => the review queue.
+
+    Locks the Assignment row (SELECT ... FOR UPDATE), then the Worker row. Idempotent: `scored_at` is
+    set in the same transaction, so a second call (a redelivered task after a worker was killed) finds
+    it and changes nothing; the worker's trust counters move exactly once. Returns None when there is
+    nothing to score (no such assignment, or not submitted yet).
+    """
+    with transaction.atomic():
+        assignment = (
+            Assignment.objects.select_for_update(of=("self",))
+            .select_related("hit__campaign")
+            .filter(pk=assignment_id)
+            .first()
+        )
+        if assignment is None or assignment.scored_at is not None:
+            return assignment
+        if assignment.status in (AssignmentStatus.RESERVED, AssignmentStatus.RETURNED, AssignmentStatus.EXPIRED):
+            return None
+        campaign = assignment.hit.campaign
+        correct, total, answers = _gold_outcome(assignment=assignment, campaign=campaign)
+        flags: list[str] = []
+        if correct < total:
+            flags.append(FLAG_GOLD_FAILED)
+        if too_fast(seconds=[a.seconds_spent for a in answers], min_seconds_per_item=campaign.min_seconds_per_item):
+            flags.append(FLAG_TOO_FAST)
+        values = [a.score if campaign.scale == Scale.SIMILARITY else a.choice for a in answers]
+        if same_answer_throughout(values=values):
+            flags.append(FLAG_SAME_ANSWER)
+
+        if 0 < total - correct <= campaign.trusted_gold_misses:
+            record = worker_trust(worker=Worker.objects.get(pk=assignment.worker_id))
+            record = replace(record, gold_correct=record.gold_correct + correct, gold_total=record.gold_total + total)
+            if is_trusted(record, trust_policy()):
+                flags.remove(FLAG_GOLD_FAILED)  # an established record, this HIT included, absorbs a slip
+
+        now = timezone.now()
+        assignment.gold_correct, assignment.gold_total = correct, total
+        assignment.scored_at = now
+        Worker.objects.filter(pk=assignment.worker_id).update(
+            gold_correct=F("gold_correct") + correct, gold_total=F("gold_total") + total
+        )
+        worker = worker_trust_refresh(worker_id=assignment.worker_id)
+        if not flags and worker.soft_blocked:
+            flags.append(FLAG_LOW_TRUST)
+        assignment.flags = flags
+        undecided = assignment.status == AssignmentStatus.SUBMITTED  # a requester may have acted already
+        if undecided and not flags:
+            assignment.auto_approve_at = now + timedelta(hours=max(campaign.auto_approve_hours, 0.0))
+        assignment.save(update_fields=["gold_correct", "gold_total", "scored_at", "flags", "auto_approve_at"])
+        if undecided:
+            if FLAG_GOLD_FAILED in flags and campaign.gold_fail_action == GoldFailAction.REJECT:
+                assignment_reject(
+                    assignment=assignment,
+                    reason=f"Automatic: {total - correct} of {total} check questions answered wrong.",
+                )
+            elif not flags and campaign.auto_approve_hours <= 0:
+                assignment_approve(assignment=assignment, reason="Automatic: all check questions right.")
+        assignment.refresh_from_db()
+        return assignment
+
+
+def assignments_auto_approve_due(*, now=None, limit: int = 500) -> int:
+    """Approve submitted, unflagged assignments whose auto_approve_at has passed.
+
+    Each assignment is approved in its own transaction with its own row lock; an assignment a requester
+    decided meanwhile is skipped (its status is no longer submitted). Idempotent; returns how many.
+    """
+    now = now or timezone.now()
+    due = list(
+        Assignment.objects.filter(
+            status=AssignmentStatus.SUBMITTED, auto_approve_at__isnull=False, auto_approve_at__lte=now
+        )
+        .order_by("auto_approve_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    approved = 0
+    for pk in due:
+        with transaction.atomic():
+            assignment = Assignment.objects.select_for_update().filter(pk=pk).first()
+            if (
+                assignment is None
+                or assignment.status != AssignmentStatus.SUBMITTED
+                or assignment.flags
+                or assignment.auto_approve_at is None
+                or assignment.auto_approve_at > now
+            ):
+                continue
+            assignment_approve(
+                assignment=assignment, reason="Automatic: all check questions right, no requester objection."
+            )
+            approved += 1
+    return approved
+
+
+def assignments_flag_pending(*, worker_id: int, flag: str = FLAG_LOW_TRUST) -> int:
+    """Send a worker's submitted, undecided assignments to the review queue with `flag`.
+
+    Used when a worker is (soft-)blocked: work waiting for auto-approval gets a person's look instead.
+    Locks each Assignment row; idempotent (a flag is added once). Returns how many were flagged.
+    """
+    flagged = 0
+    pending = Assignment.objects.filter(worker_id=worker_id, status=AssignmentStatus.SUBMITTED).values_list(
+        "pk", flat=True
+    )
+    for pk in list(pending):
+        with transaction.atomic():
+            assignment = Assignment.objects.select_for_update().get(pk=pk)
+            if assignment.status != AssignmentStatus.SUBMITTED or flag in assignment.flags:
+                continue
+            assignment.flags = [*assignment.flags, flag]
+            assignment.auto_approve_at = None
+            assignment.save(update_fields=["flags", "auto_approve_at"])
+            flagged += 1
+    return flagged
+
+
+def campaign_quality_policy_update(*, campaign, actor, trusted_gold_misses: int) -> "Campaign":
+    """Set the campaign's tolerance for gold misses from trusted workers (0 = any miss goes to review).
+
+    Applies to assignments scored from now on. Locks the Campaign row; idempotent.
+    """
+    from annotator.models import Campaign
+
+    try:
+        misses = int(trusted_gold_misses)
+    except (TypeError, ValueError):
+        raise ApplicationError("The tolerated gold misses must be a whole number.") from None
+    with transaction.atomic():
+        locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
+        if not 0 <= misses <= locked.gold_positives_per_hit + locked.gold_negatives_per_hit:
+            raise ApplicationError("Tolerate at most as many gold misses as a HIT has gold items.")
+        if locked.trusted_gold_misses != misses:
+            locked.trusted_gold_misses = misses
+            locked.save(update_fields=["trusted_gold_misses"])
+        return locked

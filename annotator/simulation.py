@@ -1,0 +1,526 @@
+"""A simulated crowd: rehearse a quality policy on a synthetic dataset whose truth is known.
+
+The simulation goes through the SAME services a person's browser uses: `worker_for_external`,
+`qualification_start` / `qualification_submit`, `assignment_claim`, `assignment_submit` (which queues gold
+scoring), then the requester's side: the review queue (`assignment_reject` / `assignment_approve`),
+auto-approval (`assignments_auto_approve_due`) and aggregation (`labels_aggregate`), whose low-confidence
+pairs ask for one more assignment. Nothing is short-cut: the policy that flags a simulated spammer is the one
+that flags a real one.
+
+What a simulated worker knows is what a person sees: the image and the caption of each item (it reads the
+pair behind an item token, never the item's role). Worker kinds:
+- careful: judges by the truth, wrong with probability `careful_error` (flips positive/negative);
+  answers "100% YES"/"100% NO" three times in four, else the middle answer with a reason;
+- random: clicks one of the four answers at random;
+- always_yes: answers "100% YES" to everything.
+Bad workers are not modelled as faster than careful ones by default (median 2.5 s against 4 s per item,
+both above the campaign's 1 s minimum), so the speed rule is not what catches them.
+
+The dataset is `annotator.synthetic` (exact truth); candidates come from a real `tfidf_pivot` ranking run
+when the ranking runtime is available, else from a documented cheap proposal (see `_propose_candidates`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from annotator.errors import ApplicationError
+from annotator.models import (
+    AggregationMethod,
+    AnnotatorKind,
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    Candidate,
+    Caption,
+    Dataset,
+    DatasetStatus,
+    Hit,
+    HitItem,
+    HitStatus,
+    Image,
+    ItemRole,
+    Label,
+    MachineAnnotator,
+    Profile,
+    RankingRun,
+    Role,
+    RunStatus,
+)
+
+CAREFUL, RANDOM, ALWAYS_YES = "careful", "random", "always_yes"
+BAD_KINDS = (RANDOM, ALWAYS_YES)
+CHOICES = ("yes", "partially_yes", "mostly_no", "no")
+SHORTCOMINGS = ("extra_concepts", "misses_main", "wrong_way", "grammar")
+ASPECTS = ("quantity", "color", "species", "gender", "age", "action", "emotion", "location", "orientation", "other")
+MEDIAN_SECONDS = {CAREFUL: 4.0, RANDOM: 2.5, ALWAYS_YES: 2.5}
+
+
+@dataclass
+class SimulationConfig:
+    images: int = 60
+    seed: int = 0
+    workers: int = 20
+    bad_share: float = 0.2
+    random_share: float | None = None  # share of all workers; default: half of bad_share
+    always_yes_share: float | None = None  # share of all workers; default: the rest of bad_share
+    careful_error: float = 0.05
+    redundancy: int = 3
+    candidates_per_hit: int = 16
+    pool_depth: int = 5
+    qualification_items: int = 6
+    trusted_gold_misses: int = 1
+    extra_assignment_cap: int = 1
+    confidence_threshold: float = 0.6
+    gold_fail_action: str = "review"
+    review: str = "reject"  # what the simulated requester does with the review queue: reject | inspect
+    reward_cents: int = 50
+    max_rounds: int = 400
+    ranking: str = "auto"  # auto (tfidf_pivot if it runs, else the cheap proposal) | tfidf | proposal
+
+    def kinds(self) -> list[str]:
+        random_share = self.random_share if self.random_share is not None else self.bad_share / 2
+        always_yes_share = (
+            self.always_yes_share if self.always_yes_share is not None else max(self.bad_share - random_share, 0.0)
+        )
+        n_random = round(self.workers * random_share)
+        n_yes = round(self.workers * always_yes_share)
+        if n_random + n_yes > self.workers:
+            raise ApplicationError("The bad workers' shares add up to more than the whole crowd.")
+        return [RANDOM] * n_random + [ALWAYS_YES] * n_yes + [CAREFUL] * (self.workers - n_random - n_yes)
+
+
+@dataclass
+class SimWorker:
+    worker: object
+    kind: str
+    rng: random.Random
+    careful_error: float = 0.05
+    qualification_tries: int = 0
+    done: int = 0
+
+    def seconds(self) -> float:
+        return round(MEDIAN_SECONDS[self.kind] * math.exp(self.rng.gauss(0.0, 0.35)), 2)
+
+    def judge(self, positive: bool) -> dict:
+        """One answer as the browser sends it: choice, reasons where asked, time spent."""
+        if self.kind == ALWAYS_YES:
+            choice = "yes"
+        elif self.kind == RANDOM:
+            choice = self.rng.choice(CHOICES)
+        else:
+            seen_positive = positive if self.rng.random() >= self.careful_error else not positive
+            extreme = self.rng.random() < 0.75
+            choice = ("yes" if extreme else "partially_yes") if seen_positive else ("no" if extreme else "mostly_no")
+        answer = {"choice": choice, "seconds_spent": self.seconds()}
+        if choice in ("partially_yes", "mostly_no"):
+            shortcoming = self.rng.choice(SHORTCOMINGS)
+            answer["shortcomings"] = [shortcoming]
+            if shortcoming == "wrong_way":
+                answer["wrong_aspects"] = [self.rng.choice(ASPECTS)]
+        return answer
+
+
+@dataclass
+class SimulationResult:
+    config: SimulationConfig
+    campaign_id: int
+    candidate_source: str
+    table: list[tuple[str, str]] = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+
+    def as_text(self) -> str:
+        width = max(len(name) for name, _ in self.table)
+        lines = [f"{name.ljust(width)}  {value}" for name, value in self.table]
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------- dataset
+
+
+def _requester(seed: int):
+    User = get_user_model()
+    user, created = User.objects.get_or_create(username=f"sim-requester-{seed}")
+    if created:
+        user.set_unusable_password()
+        user.save()
+    Profile.objects.get_or_create(user=user, defaults={"role": Role.REQUESTER})
+    return user
+
+
+def _dataset(*, images: int, seed: int, owner) -> tuple[Dataset, dict]:
+    """The synthetic dataset (written once under MEDIA_ROOT/simulation/) and its truth.json."""
+    from annotator.synthetic import make_synthetic_dataset
+
+    out_dir = Path(settings.MEDIA_ROOT) / "simulation" / f"{images}-{seed}"
+    if not (out_dir / "truth.json").exists():
+        make_synthetic_dataset(out_dir=out_dir, images=images, seed=seed, size=(160, 120))
+    truth = json.loads((out_dir / "truth.json").read_text())
+    name = f"simulation-{images}-{seed}"
+    dataset = Dataset.objects.filter(name=name, status=DatasetStatus.READY).first()
+    if dataset is not None:
+        return dataset, truth
+    Dataset.objects.filter(name=name).delete()
+    coco = json.loads((out_dir / "captions.json").read_text())
+    media_root = Path(settings.MEDIA_ROOT)
+    with transaction.atomic():
+        dataset = Dataset.objects.create(name=name, owner=owner, status=DatasetStatus.IMPORTING)
+        rows = []
+        for entry in coco["images"]:
+            path = out_dir / "images" / entry["file_name"]
+            rows.append(
+                Image(
+                    dataset=dataset,
+                    source_id=str(entry["id"]),
+                    file_name=entry["file_name"],
+                    file=str(path.relative_to(media_root)),
+                    content_hash=hashlib.sha256(path.read_bytes()).hexdigest(),
+                    width=entry["width"],
+                    height=entry["height"],
+                )
+            )
+        Image.objects.bulk_create(rows, batch_size=1000)
+        image_pk = dict(Image.objects.filter(dataset=dataset).values_list("source_id", "pk"))
+        Caption.objects.bulk_create(
+            [
+                Caption(dataset=dataset, image_id=image_pk[str(a["image_id"])], source_id=str(a["id"]), text=a["caption"])
+                for a in coco["annotations"]
+            ],
+            batch_size=2000,
+        )
+        dataset.images_total = dataset.images_done = len(rows)
+        dataset.captions_total = dataset.captions_done = len(coco["annotations"])
+        dataset.status = DatasetStatus.READY
+        dataset.report = {"source": "annotator.simulation", "images": images, "seed": seed}
+        dataset.save()
+    return dataset, truth
+
+
+def _real_ranking(*, dataset: Dataset, top_k: int, wait_seconds: float = 600) -> RankingRun | None:
+    """A real tfidf_pivot run through the ranking service; None when the runtime is missing or fails."""
+    from annotator.services.ranking import annotator_register, ranking_run_start
+
+    try:
+        annotator = annotator_register(name="tfidf-pivot", kind=AnnotatorKind.TFIDF_PIVOT)
+        run = RankingRun.objects.filter(
+            dataset=dataset, annotator=annotator, top_k__gte=top_k, status=RunStatus.SUCCEEDED
+        ).first() or ranking_run_start(dataset=dataset, annotator=annotator, top_k=top_k)
+    except Exception:  # noqa: BLE001 - no ranking runtime here: use the cheap proposal instead
+        return None
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        run.refresh_from_db()
+        if run.status == RunStatus.SUCCEEDED:
+            return run
+        if run.status in (RunStatus.FAILED, RunStatus.CANCELLED) or time.monotonic() > deadline:
+            return None
+        time.sleep(1.0)
+
+
+def _propose_candidates(*, dataset: Dataset, truth: dict, top_k: int, seed: int) -> RankingRun:
+    """The cheap proposal, used when no ranking runtime runs: for each image, up to top_k // 2 of its true
+    captions (its own first, then other images' captions that describe it) and random other captions to
+    fill top_k, in a shuffled order with descending scores; the reverse direction likewise. Recorded as a
+    run of an `external` annotator named "simulation-proposal" so campaigns pool it like any run."""
+    rng = random.Random(f"proposal-{seed}")
+    annotator, _ = MachineAnnotator.objects.get_or_create(
+        name="simulation-proposal", defaults={"kind": AnnotatorKind.EXTERNAL}
+    )
+    run = RankingRun.objects.create(
+        dataset=dataset, annotator=annotator, top_k=top_k, status=RunStatus.SUCCEEDED, finished_at=timezone.now()
+    )
+    image_pk = dict(Image.objects.filter(dataset=dataset).values_list("source_id", "pk"))
+    caption_pk = dict(Caption.objects.filter(dataset=dataset).values_list("source_id", "pk"))
+    all_captions, all_images = list(caption_pk.values()), list(image_pk.values())
+    rows = []
+    for direction, table, targets_all, query_pk, target_pk in (
+        ("i2t", truth["i2t"], all_captions, image_pk, caption_pk),
+        ("t2i", truth["t2i"], all_images, caption_pk, image_pk),
+    ):
+        for query_source, query in query_pk.items():
+            true_targets = [target_pk[str(t)] for t in table.get(query_source, []) if str(t) in target_pk]
+            rng.shuffle(true_targets)
+            chosen = true_targets[: max(1, top_k // 2)]
+            while len(chosen) < min(top_k, len(targets_all)):
+                target = rng.choice(targets_all)
+                if target not in chosen:
+                    chosen.append(target)
+            rng.shuffle(chosen)
+            rows += [
+                Candidate(run=run, direction=direction, query_id=query, target_id=t, rank=r, score=1.0 - r / (top_k + 1))
+                for r, t in enumerate(chosen, start=1)
+            ]
+    Candidate.objects.bulk_create(rows, batch_size=5000)
+    return run
+
+
+# ------------------------------------------------------------------------------------------- the crowd
+
+
+def _qualify(sim: SimWorker, *, campaign: Campaign, truth_of, now) -> bool:
+    from annotator.selectors.work import qualification_state
+    from annotator.services.qualification import qualification_start, qualification_submit
+
+    state = qualification_state(campaign=campaign, worker=sim.worker)
+    if state in ("passed", "not_required"):
+        return True
+    if sim.qualification_tries >= 3:
+        return False
+    try:
+        attempt = qualification_start(campaign=campaign, worker=sim.worker, now=now)
+    except ApplicationError:  # cool-down, or blocked
+        return False
+    from annotator.models import Pair
+
+    pairs = Pair.objects.in_bulk(attempt.items)
+    answers = {
+        str(i): sim.judge(truth_of(pairs[pk]))["choice"]
+        for i, pk in enumerate(attempt.items)
+    }
+    sim.qualification_tries += 1
+    attempt = qualification_submit(attempt=attempt, worker=sim.worker, answers=answers, now=now)
+    return bool(attempt.passed)
+
+
+def _work_one_hit(sim: SimWorker, *, campaign: Campaign, truth_of, now) -> bool:
+    """Claim, answer and submit one HIT as the browser would; False when there is nothing to claim."""
+    from annotator.selectors.work import hit_item_tokens
+    from annotator.services.assignments import assignment_claim, assignment_submit
+
+    try:
+        assignment = assignment_claim(campaign=campaign, worker=sim.worker, now=now)
+    except ApplicationError:
+        return False
+    tokens = hit_item_tokens(hit=assignment.hit)  # token -> item id, what the page resolves server side
+    items = HitItem.objects.in_bulk(list(tokens.values()))
+    answers = []
+    for token, item_id in tokens.items():
+        pair = items[item_id].pair  # what the worker sees: the image and the caption, not the role
+        answer = sim.judge(truth_of(pair))
+        answers.append({"item_token": token, **answer})
+    assignment_submit(assignment=assignment, worker=sim.worker, answers=answers, now=now)
+    sim.done += 1
+    return True
+
+
+def _score_pending(campaign: Campaign) -> None:
+    """Score what the queue has not scored yet (with a live broker the default-queue workers do it)."""
+    from annotator.services.quality import assignment_score
+
+    pending = Assignment.objects.filter(
+        hit__campaign=campaign, status=AssignmentStatus.SUBMITTED, scored_at__isnull=True
+    ).values_list("pk", flat=True)
+    for pk in list(pending):
+        assignment_score(assignment_id=pk)
+
+
+def _review(campaign: Campaign, *, reviewer, policy: str, truth_of) -> dict:
+    """The simulated requester works through the review queue.
+
+    `reject`: every flagged assignment is rejected (the HIT is re-offered). `inspect`: the requester looks
+    at the candidate answers as ECCV's authors did and rejects when fewer than 80% of them are right.
+    """
+    from annotator.selectors.quality import review_queue
+    from annotator.services.quality import assignment_approve, assignment_reject
+
+    decided = Counter()
+    for assignment in review_queue(campaign=campaign):
+        if policy == "inspect":
+            answers = assignment.answers.select_related("item__pair__image", "item__pair__caption")
+            right = [
+                (a.choice in ("yes", "partially_yes")) == truth_of(a.item.pair)
+                for a in answers
+                if a.item.role == ItemRole.CANDIDATE
+            ]
+            if right and sum(right) / len(right) >= 0.8:
+                assignment_approve(assignment=assignment, actor=reviewer, reason="Checked: the answers hold up.")
+                decided["approved"] += 1
+                continue
+        flags = ", ".join(assignment.flags) or "flagged"
+        assignment_reject(assignment=assignment, actor=reviewer, reason=f"Reviewed ({flags}): rejected.")
+        decided["rejected"] += 1
+    return dict(decided)
+
+
+def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
+    """Run the whole rehearsal and measure it; see the module docstring."""
+    from annotator.services.campaigns import campaign_build, campaign_create, campaign_launch
+    from annotator.services.labels import labels_aggregate
+    from annotator.services.quality import assignments_auto_approve_due, campaign_quality_policy_update
+    from annotator.services.workers import worker_for_external
+
+    log = log or (lambda message: None)
+    started = time.perf_counter()
+    owner = _requester(config.seed)
+    dataset, truth = _dataset(images=config.images, seed=config.seed, owner=owner)
+    positives = {(int(image), int(caption)) for image, captions in truth["i2t"].items() for caption in captions}
+    image_source = dict(Image.objects.filter(dataset=dataset).values_list("pk", "source_id"))
+    caption_source = dict(Caption.objects.filter(dataset=dataset).values_list("pk", "source_id"))
+
+    def truth_of(pair) -> bool:
+        return (int(image_source[pair.image_id]), int(caption_source[pair.caption_id])) in positives
+
+    top_k = 25
+    run = None if config.ranking == "proposal" else _real_ranking(dataset=dataset, top_k=top_k)
+    if run is None and config.ranking == "tfidf":
+        raise ApplicationError("The tfidf_pivot ranking run did not succeed here.")
+    source = "tfidf_pivot ranking run" if run is not None else "cheap proposal (truth positives + random)"
+    if run is None:
+        run = _propose_candidates(dataset=dataset, truth=truth, top_k=top_k, seed=config.seed)
+    log(f"dataset {dataset.name}: {len(image_source)} images, {len(caption_source)} captions; candidates: {source}")
+
+    campaign = campaign_create(
+        owner=owner,
+        dataset=dataset,
+        runs=[run],
+        name=f"simulation seed {config.seed} ({timezone.now():%Y-%m-%d %H:%M:%S})",
+        direction="i2t",
+        pool_depth=config.pool_depth,
+        gold_exclusion_depth=top_k,
+        candidates_per_hit=config.candidates_per_hit,
+        redundancy=config.redundancy,
+        reward_cents=config.reward_cents,
+        qualification_items=config.qualification_items,
+        gold_fail_action=config.gold_fail_action,
+        confidence_threshold=config.confidence_threshold,
+        extra_assignment_cap=config.extra_assignment_cap,
+        seed=config.seed,
+        lease_minutes=30,
+        qualification_cooldown_minutes=60,
+    )
+    campaign = campaign_build(campaign=campaign)
+    campaign_quality_policy_update(campaign=campaign, actor=owner, trusted_gold_misses=config.trusted_gold_misses)
+    campaign = campaign_launch(campaign=campaign)
+    log(f"campaign {campaign.pk}: {campaign.hits.count()} HITs of {campaign.hit_size} items")
+
+    rng = random.Random(f"crowd-{config.seed}")
+    crowd = []
+    for number, kind in enumerate(config.kinds()):
+        worker = worker_for_external(external_id=f"SIM{config.seed}X{campaign.pk}X{number:04d}")
+        sim = SimWorker(
+            worker=worker, kind=kind, rng=random.Random(f"{config.seed}-{number}"), careful_error=config.careful_error
+        )
+        crowd.append(sim)
+
+    now = timezone.now()
+    review_decisions: Counter = Counter()
+    extras = 0
+    for round_number in range(config.max_rounds):
+        worked = 0
+        rng.shuffle(crowd)
+        for sim in crowd:
+            sim.worker.refresh_from_db()
+            if not sim.worker.can_take_work:
+                continue
+            if not _qualify(sim, campaign=campaign, truth_of=truth_of, now=now):
+                continue
+            worked += _work_one_hit(sim, campaign=campaign, truth_of=truth_of, now=now)
+        now += timedelta(minutes=10)
+        if worked:
+            continue
+        # The crowd has nothing left to claim: the requester reviews, the auto-approval delay passes, labels.
+        _score_pending(campaign)
+        review_decisions.update(_review(campaign, reviewer=owner, policy=config.review, truth_of=truth_of))
+        assignments_auto_approve_due(now=max(now, timezone.now()) + timedelta(hours=campaign.auto_approve_hours + 1))
+        report = labels_aggregate(campaign=campaign)
+        extras += report["extra_assignments"]
+        open_hits = Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN).count()
+        log(f"round {round_number}: open HITs {open_hits}, review {dict(review_decisions)}, extra {extras}")
+        if not open_hits:
+            break
+        if not any(sim.worker.can_take_work and sim.qualification_tries < 3 for sim in crowd):
+            break
+        if all(_stuck(sim, campaign) for sim in crowd):
+            break
+    result = _measure(config=config, campaign=campaign, crowd=crowd, truth_of=truth_of, source=source)
+    result.metrics.update(review=dict(review_decisions), extra_assignments=extras,
+                          seconds=round(time.perf_counter() - started, 1))
+    result.table.append(("wall time", f"{result.metrics['seconds']} s"))
+    return result
+
+
+def _stuck(sim: SimWorker, campaign: Campaign) -> bool:
+    """No open HIT is left that this worker could still take."""
+    if not sim.worker.can_take_work:
+        return True
+    return not Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN).exclude(assignments__worker=sim.worker).exists()
+
+
+def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
+    kind_of = {sim.worker.pk: sim.kind for sim in crowd}
+    scored = Assignment.objects.filter(hit__campaign=campaign, scored_at__isnull=False)
+    flagged = defaultdict(lambda: [0, 0])  # kind -> [flagged, total]
+    for worker_id, flags in scored.values_list("worker_id", "flags"):
+        entry = flagged[kind_of.get(worker_id, CAREFUL)]
+        entry[0] += int(bool(flags))
+        entry[1] += 1
+    bad = [sum(flagged[k][0] for k in BAD_KINDS), sum(flagged[k][1] for k in BAD_KINDS)]
+    good = flagged[CAREFUL]
+
+    candidate_pairs = set(
+        HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
+    )
+    from annotator.models import Pair
+
+    pairs = Pair.objects.in_bulk(list(candidate_pairs))
+    truth = {pk: truth_of(pair) for pk, pair in pairs.items()}
+    accuracy = {}
+    positives_found = 0
+    for method in (AggregationMethod.MAJORITY, AggregationMethod.GOLD_WEIGHTED, AggregationMethod.DAWID_SKENE):
+        labels = dict(
+            Label.objects.filter(pair_id__in=candidate_pairs, method=method).values_list("pair_id", "is_positive")
+        )
+        right = sum(1 for pk, positive in labels.items() if positive == truth[pk])
+        accuracy[str(method)] = (right / len(truth)) if truth else 0.0  # an unlabelled pair counts as wrong
+        if method == AggregationMethod.DAWID_SKENE:
+            positives_found = sum(1 for pk, positive in labels.items() if positive and truth[pk])
+    approved = Assignment.objects.filter(hit__campaign=campaign, status=AssignmentStatus.APPROVED).count()
+    cost_cents = approved * campaign.reward_cents * (1 + campaign.platform_fee_percent / 100.0)
+    counts = Counter(sim.kind for sim in crowd)
+    bad_share = bad[0] / bad[1] if bad[1] else 1.0
+    good_share = good[0] / good[1] if good[1] else 0.0
+    best = max(accuracy.values()) if accuracy else 0.0
+    result = SimulationResult(config=config, campaign_id=campaign.pk, candidate_source=source)
+    result.metrics = {
+        "accuracy": accuracy,
+        "bad_flagged": bad_share,
+        "good_flagged": good_share,
+        "bad_assignments": bad[1],
+        "good_assignments": good[1],
+        "cost_cents": cost_cents,
+        "cost_per_verified_positive_cents": (cost_cents / positives_found) if positives_found else None,
+        "candidate_pairs": len(truth),
+        "true_positive_pairs": sum(truth.values()),
+        "approved_assignments": approved,
+    }
+    blocked = sum(1 for sim in crowd if sim.worker.soft_blocked or sim.worker.blocked)
+    result.table = [
+        ("campaign", f"{campaign.pk} ({campaign.hits.count()} HITs, {len(truth)} candidate pairs, "
+                     f"{sum(truth.values())} truly positive; candidates from {source})"),
+        ("crowd", ", ".join(f"{counts[k]} {k}" for k in (CAREFUL, RANDOM, ALWAYS_YES)) + f"; {blocked} soft-blocked"),
+        ("label accuracy, majority", f"{accuracy.get('majority', 0):.3f}"),
+        ("label accuracy, gold-weighted", f"{accuracy.get('gold_weighted', 0):.3f}"),
+        ("label accuracy, Dawid-Skene", f"{accuracy.get('dawid_skene', 0):.3f}"),
+        ("bad workers' assignments flagged", f"{bad_share:.3f} ({bad[0]}/{bad[1]})"),
+        ("good workers' assignments flagged", f"{good_share:.3f} ({good[0]}/{good[1]})"),
+        ("approved assignments", str(approved)),
+        ("cost", f"${cost_cents / 100:.2f} (reward {campaign.reward_cents}c + {campaign.platform_fee_percent:g}% fee)"),
+        ("cost per verified positive",
+         f"${cost_cents / positives_found / 100:.3f}" if positives_found else "n/a (no positive found)"),
+        ("done (acc >= 0.95, bad >= 0.95, good <= 0.05)",
+         "yes" if best >= 0.95 and bad_share >= 0.95 and good_share <= 0.05 else "NO"),
+    ]
+    return result

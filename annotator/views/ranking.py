@@ -1,0 +1,175 @@
+"""Machine annotators on the web: start, watch, cancel and retry ranking runs; annotator diversity.
+
+Reading (run pages, progress) is for requesters and researchers; starting, cancelling and registering are
+for requesters, on datasets they own (or unowned ones; staff act on any).
+"""
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from annotator.errors import ApplicationError
+from annotator.models import AnnotatorKind, Dataset, Direction, MachineAnnotator, RankingRun, Role
+from annotator.selectors.ranking import (
+    annotator_diversity,
+    annotator_list,
+    candidates_for_query,
+    ranking_run_list,
+    ranking_run_progress,
+)
+from annotator.services.ranking import (
+    RANKABLE_KINDS,
+    annotator_register,
+    ranking_run_cancel,
+    ranking_run_retry,
+    ranking_run_start,
+)
+from annotator.views.access import application_errors_as_400, role_required, user_role
+
+READERS = (Role.REQUESTER, Role.RESEARCHER)
+BUILT_IN = (AnnotatorKind.MINILM_PIVOT, AnnotatorKind.TFIDF_PIVOT)
+
+
+def _may_manage(user, dataset: Dataset) -> bool:
+    if user_role(user) != Role.REQUESTER:
+        return False
+    return user.is_staff or user.is_superuser or dataset.owner_id in (None, user.pk)
+
+
+def _require_manage(user, dataset: Dataset) -> None:
+    if not _may_manage(user, dataset):
+        raise PermissionDenied("Only the requester who owns this dataset can run machine annotators on it.")
+
+
+def ranking_panel_context(*, request, dataset: Dataset) -> dict:
+    """What the ranking panel shows: runs with progress, the start form's choices, diversity."""
+    runs = list(ranking_run_list(dataset=dataset)[:20])
+    registered = list(annotator_list().filter(kind__in=RANKABLE_KINDS))
+    registered_names = {a.name for a in registered}
+    return {
+        "dataset": dataset,
+        "runs": [(run, ranking_run_progress(run=run)) for run in runs],
+        "annotators": registered,
+        "built_in": [kind for kind in BUILT_IN if kind.value not in registered_names],
+        "kinds": [(kind.value, kind.label) for kind in AnnotatorKind if kind in RANKABLE_KINDS],
+        "may_manage": _may_manage(request.user, dataset),
+        "diversity": annotator_diversity(dataset=dataset, direction=Direction.T2I),
+        "request": request,
+    }
+
+
+@require_GET
+@role_required(*READERS)
+def dataset_ranking(request, dataset_id: int):
+    dataset = get_object_or_404(Dataset, pk=dataset_id)
+    return render(request, "ranking/dataset.html", ranking_panel_context(request=request, dataset=dataset))
+
+
+def _back(request, fallback: str):
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return redirect(target)
+    return redirect(fallback)
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def ranking_start(request, dataset_id: int):
+    dataset = get_object_or_404(Dataset, pk=dataset_id)
+    _require_manage(request.user, dataset)
+    choice = request.POST.get("annotator", "")
+    if choice.startswith("kind:"):
+        kind = choice.removeprefix("kind:")
+        if kind not in BUILT_IN:
+            raise ApplicationError("Choose an annotator from the list.")
+        annotator = annotator_register(name=kind, kind=kind)
+    else:
+        try:
+            annotator = MachineAnnotator.objects.get(pk=int(choice))
+        except (ValueError, MachineAnnotator.DoesNotExist):
+            raise ApplicationError("Choose an annotator from the list.") from None
+    run = ranking_run_start(dataset=dataset, annotator=annotator, top_k=request.POST.get("top_k", 25), created_by=request.user)
+    messages.success(request, f"Ranking with {annotator.name}: run {run.pk} is {run.get_status_display().lower()}.")
+    return redirect("ranking-run", run_id=run.pk)
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def annotator_create(request):
+    annotator = annotator_register(
+        name=request.POST.get("name", ""),
+        kind=request.POST.get("kind", ""),
+        checkpoint_path=request.POST.get("checkpoint_path", ""),
+    )
+    messages.success(request, f"Annotator {annotator.name} ({annotator.kind}) is registered.")
+    return _back(request, "home")
+
+
+@require_GET
+@role_required(*READERS)
+def run_detail(request, run_id: int):
+    run = get_object_or_404(RankingRun.objects.select_related("annotator", "dataset"), pk=run_id)
+    direction = request.GET.get("direction", Direction.T2I)
+    if direction not in (Direction.I2T, Direction.T2I):
+        direction = Direction.T2I
+    queries = run.dataset.captions if direction == Direction.T2I else run.dataset.images
+    query = None
+    try:
+        query = queries.filter(pk=int(request.GET["query"])).first() if "query" in request.GET else queries.first()
+    except ValueError:
+        query = None
+    context = {
+        "run": run,
+        "progress": ranking_run_progress(run=run),
+        "may_manage": _may_manage(request.user, run.dataset),
+        "direction": direction,
+        "query": query,
+        "candidates": candidates_for_query(run=run, direction=direction, query_id=query.pk) if query else [],
+    }
+    return render(request, "ranking/run.html", context)
+
+
+@require_GET
+@role_required(*READERS)
+def run_progress(request, run_id: int):
+    run = get_object_or_404(RankingRun.objects.select_related("annotator", "dataset"), pk=run_id)
+    return JsonResponse(ranking_run_progress(run=run))
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def run_cancel(request, run_id: int):
+    run = get_object_or_404(RankingRun.objects.select_related("dataset"), pk=run_id)
+    _require_manage(request.user, run.dataset)
+    ranking_run_cancel(run=run)
+    messages.success(request, f"Run {run.pk} is cancelled; a retry resumes where it stopped.")
+    return _back(request, f"/ranking/runs/{run.pk}/")
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def run_retry(request, run_id: int):
+    run = get_object_or_404(RankingRun.objects.select_related("dataset"), pk=run_id)
+    _require_manage(request.user, run.dataset)
+    ranking_run_retry(run=run)
+    messages.success(request, f"Run {run.pk} is queued again.")
+    return _back(request, f"/ranking/runs/{run.pk}/")
+
+
+urlpatterns = [
+    path("datasets/<int:dataset_id>/ranking/", dataset_ranking, name="dataset-ranking"),
+    path("datasets/<int:dataset_id>/rank/", ranking_start, name="ranking-start"),
+    path("ranking/annotators/", annotator_create, name="annotator-register"),
+    path("ranking/runs/<int:run_id>/", run_detail, name="ranking-run"),
+    path("ranking/runs/<int:run_id>/progress.json", run_progress, name="ranking-run-progress"),
+    path("ranking/runs/<int:run_id>/cancel/", run_cancel, name="ranking-run-cancel"),
+    path("ranking/runs/<int:run_id>/retry/", run_retry, name="ranking-run-retry"),
+]

@@ -1,0 +1,238 @@
+"""Serializers: input ones validate shapes, output ones render. Neither holds business logic (services do)."""
+
+from django.urls import reverse
+from rest_framework import serializers
+
+from annotator.models import (
+    AggregationMethod,
+    AnnotatorKind,
+    Assignment,
+    Campaign,
+    Dataset,
+    Evaluation,
+    ExportFormat,
+    ExportJob,
+    ExportStatus,
+    ExportVariant,
+    Label,
+    MachineAnnotator,
+    RankingRun,
+    Worker,
+)
+
+MAX_ID = 2**63 - 1  # the database's bigint; larger ids are refused as input, never a 500
+
+
+def id_field(**kwargs) -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=1, max_value=MAX_ID, **kwargs)
+
+
+# --- output ----------------------------------------------------------------------------------------------
+
+
+class DatasetSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Dataset
+        fields = [
+            "id", "name", "status", "images_total", "images_done", "captions_total", "captions_done", "report",
+            "created_at", "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class MachineAnnotatorSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = MachineAnnotator
+        fields = ["id", "name", "kind", "checkpoint_path", "weights_hash", "config", "created_at"]
+        read_only_fields = fields
+
+
+class RankingRunSerializer(serializers.ModelSerializer):
+    progress_fraction = serializers.SerializerMethodField()
+
+    class Meta:
+        model = RankingRun
+        fields = [
+            "id", "annotator", "dataset", "status", "top_k", "stage", "chunks_total", "chunks_done",
+            "progress_fraction", "device", "error", "created_at", "started_at", "finished_at",
+        ]
+        read_only_fields = fields
+
+    def get_progress_fraction(self, run) -> float:
+        return round(run.chunks_done / run.chunks_total, 4) if run.chunks_total else 0.0
+
+
+class CampaignSerializer(serializers.ModelSerializer):
+    shared_with = serializers.SlugRelatedField(many=True, read_only=True, slug_field="username")
+    owner = serializers.SlugRelatedField(read_only=True, slug_field="username")
+
+    class Meta:
+        model = Campaign
+        fields = [
+            "id", "name", "owner", "shared_with", "dataset", "runs", "status", "direction", "scale",
+            "rationale_followups", "sample_count", "sample_fraction", "seed", "pool_depth", "gold_exclusion_depth",
+            "candidates_per_hit", "gold_positives_per_hit", "gold_negatives_per_hit", "gold_reuse_limit",
+            "redundancy", "reward_cents", "platform_fee_percent", "lease_minutes", "max_hits_per_worker",
+            "qualification_items", "qualification_pass_mark", "qualification_cooldown_minutes", "strict_gold",
+            "similarity_gold_threshold", "gold_fail_action", "auto_approve_hours", "min_seconds_per_item",
+            "confidence_threshold", "extra_assignment_cap", "created_at", "built_at", "launched_at", "build_report",
+        ]
+        read_only_fields = fields
+
+
+class LabelCountSerializer(serializers.Serializer):
+    method = serializers.CharField()
+    labels = serializers.IntegerField()
+    positives = serializers.IntegerField()
+    strict_positives = serializers.IntegerField()
+
+
+class LabelSerializer(serializers.ModelSerializer):
+    campaign = serializers.IntegerField(source="pair.campaign_id", read_only=True)
+    kind = serializers.CharField(source="pair.kind", read_only=True)
+    image = serializers.CharField(source="pair.image.source_id", read_only=True, allow_null=True, default=None)
+    caption = serializers.CharField(source="pair.caption.source_id", read_only=True, allow_null=True, default=None)
+    other_image = serializers.CharField(
+        source="pair.other_image.source_id", read_only=True, allow_null=True, default=None
+    )
+    other_caption = serializers.CharField(
+        source="pair.other_caption.source_id", read_only=True, allow_null=True, default=None
+    )
+    is_original = serializers.BooleanField(source="pair.is_original", read_only=True)
+    stage = serializers.CharField(source="pair.direction", read_only=True)
+
+    class Meta:
+        model = Label
+        fields = [
+            "id", "pair", "campaign", "kind", "image", "caption", "other_image", "other_caption", "is_original",
+            "stage", "method", "choice", "score", "is_positive", "is_positive_strict", "confidence", "answer_count",
+            "source", "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class ExportJobSerializer(serializers.ModelSerializer):
+    download_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ExportJob
+        fields = [
+            "id", "campaign", "format", "variant", "method", "merge_original", "status", "rows", "size_bytes",
+            "error", "created_at", "started_at", "finished_at", "download_url",
+        ]
+        read_only_fields = fields
+
+    def get_download_url(self, job) -> str | None:
+        if job.status != ExportStatus.SUCCEEDED:
+            return None
+        url = reverse("api-export-download", args=[job.pk])
+        request = self.context.get("request")
+        return request.build_absolute_uri(url) if request else url
+
+
+class EvaluationSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Evaluation
+        fields = ["id", "campaign", "name", "method", "variant", "results", "created_at"]
+        read_only_fields = fields
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    """For requesters reviewing work on their campaigns."""
+
+    campaign = serializers.IntegerField(source="hit.campaign_id", read_only=True)
+    worker = serializers.CharField(source="worker.pseudonym", read_only=True)
+    worker_id = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Assignment
+        fields = [
+            "id", "hit", "campaign", "worker", "worker_id", "status", "reserved_at", "expires_at", "submitted_at",
+            "decided_at", "gold_correct", "gold_total", "flags", "auto_approve_at",
+        ]
+        read_only_fields = fields
+
+
+class OwnAssignmentSerializer(serializers.ModelSerializer):
+    """For a worker looking at their own assignments: no gold scores, nothing about other workers."""
+
+    campaign = serializers.IntegerField(source="hit.campaign_id", read_only=True)
+    campaign_name = serializers.CharField(source="hit.campaign.name", read_only=True)
+
+    class Meta:
+        model = Assignment
+        fields = ["id", "campaign", "campaign_name", "status", "reserved_at", "expires_at", "submitted_at", "decided_at"]
+        read_only_fields = fields
+
+
+class WorkerSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Worker
+        fields = ["id", "pseudonym", "gold_correct", "gold_total", "blocked", "soft_blocked", "blocked_reason", "created_at"]
+        read_only_fields = fields
+
+
+# --- input -----------------------------------------------------------------------------------------------
+
+
+class LabelFilterSerializer(serializers.Serializer):
+    campaign = id_field(required=False)
+    method = serializers.ChoiceField(choices=AggregationMethod.choices, required=False)
+    positive = serializers.BooleanField(required=False, allow_null=True, default=None)
+    strict = serializers.BooleanField(required=False, default=False)
+
+
+class ExportCreateSerializer(serializers.Serializer):
+    campaign = id_field()
+    format = serializers.ChoiceField(choices=ExportFormat.choices)
+    variant = serializers.ChoiceField(choices=ExportVariant.choices, default=ExportVariant.LENIENT)
+    method = serializers.ChoiceField(choices=AggregationMethod.choices, required=False)
+    merge_original = serializers.BooleanField(default=False)
+
+
+class EvaluationCreateSerializer(serializers.Serializer):
+    campaign = id_field()
+    name = serializers.CharField(max_length=200)
+    variant = serializers.ChoiceField(choices=ExportVariant.choices, default=ExportVariant.LENIENT)
+    method = serializers.ChoiceField(choices=AggregationMethod.choices, required=False)
+    rankings_file = serializers.FileField(
+        required=False, help_text='A JSON file {"i2t": {image id: [caption ids, best first]}, "t2i": {...}}.'
+    )
+    rankings = serializers.JSONField(required=False, help_text="The same object inline (JSON requests).")
+
+    def validate(self, attrs):
+        if ("rankings_file" in attrs) == ("rankings" in attrs):
+            raise serializers.ValidationError("Send the rankings either as rankings_file or as rankings, once.")
+        return attrs
+
+
+class MachineAnnotatorCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    kind = serializers.ChoiceField(choices=AnnotatorKind.choices)
+    checkpoint_path = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+    config = serializers.DictField(required=False, default=dict)
+
+
+class RankingRunCreateSerializer(serializers.Serializer):
+    dataset = id_field()
+    annotator = id_field()
+    top_k = serializers.IntegerField(min_value=1, max_value=1000, default=25)
+
+
+class AssignmentFilterSerializer(serializers.Serializer):
+    campaign = id_field(required=False)
+    status = serializers.ChoiceField(choices=Assignment._meta.get_field("status").choices, required=False)
+    worker = id_field(required=False)
+    flagged = serializers.BooleanField(required=False, allow_null=True, default=None)
+
+
+class ReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=1000, required=False, allow_blank=True, default="")
+
+
+class RequiredReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=1000)
+
+
+class ShareSerializer(serializers.Serializer):
+    usernames = serializers.ListField(child=serializers.CharField(max_length=150), allow_empty=True, max_length=100)

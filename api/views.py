@@ -1,0 +1,380 @@
+"""Viewsets of /api/v1/: thin callers of services and selectors, each scoped to its caller.
+
+Roles (Profile.role, staff act as requesters): requesters manage their own datasets, runs and campaigns
+and review work on them; researchers read the labels and metrics of campaigns shared with them (owners
+may too); workers see only their own assignments. Out-of-scope objects are 404s.
+"""
+
+import json
+
+from django.db.models import Q
+from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from annotator.errors import ApplicationError
+from annotator.models import (
+    Assignment,
+    Campaign,
+    Dataset,
+    Evaluation,
+    ExportJob,
+    ExportStatus,
+    Label,
+    MachineAnnotator,
+    RankingRun,
+    Role,
+    Worker,
+)
+from annotator.selectors.research import (
+    campaign_get_readable,
+    campaign_list_readable,
+    evaluation_list_readable,
+    export_list_readable,
+    label_counts,
+    label_list,
+)
+from annotator.services.evaluation import evaluation_create, rankings_parse
+from annotator.services.exports import export_create, export_file_name
+from annotator.services.sharing import campaign_share
+from annotator.views.access import user_role
+from api import serializers as s
+from api.pagination import Pagination
+from api.permissions import EVERYONE, READERS, REQUESTER, RolePermission
+
+
+def _validated(serializer_class, data, **kwargs) -> dict:
+    serializer = serializer_class(data=data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _owned(queryset, user, owner_field: str):
+    """Superusers see everything; everyone else what `owner_field` says they own."""
+    return queryset if user.is_superuser else queryset.filter(**{owner_field: user})
+
+
+class ScopedViewSet(viewsets.GenericViewSet):
+    permission_classes = [IsAuthenticated, RolePermission]
+    pagination_class = Pagination
+    roles = REQUESTER
+    action_roles: dict = {}
+    model = None  # for the OpenAPI generator, which has no caller to scope to
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return self.model.objects.none()
+        return self.scoped_queryset()
+
+    def scoped_queryset(self):
+        raise NotImplementedError
+
+    def get_object(self):
+        lookup = str(self.kwargs.get(self.lookup_url_kwarg or self.lookup_field, ""))
+        if not lookup.isdigit() or not 0 < int(lookup) <= s.MAX_ID:
+            raise ApplicationError(f"No such object: {lookup[:40]!r} is not an id.", status=404)
+        return super().get_object()
+
+    @property
+    def role(self) -> str | None:
+        return user_role(self.request.user)
+
+
+# --- datasets, annotators, ranking runs (requesters) -----------------------------------------------------
+
+
+class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """A requester's own datasets and their import progress."""
+
+    model = Dataset
+
+    serializer_class = s.DatasetSerializer
+
+    def scoped_queryset(self):
+        return _owned(Dataset.objects.all(), self.request.user, "owner").order_by("id")
+
+
+class MachineAnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """Machine annotators (shared by all requesters): list, look up, register."""
+
+    model = MachineAnnotator
+
+    serializer_class = s.MachineAnnotatorSerializer
+
+    def scoped_queryset(self):
+        return MachineAnnotator.objects.order_by("id")
+
+    @extend_schema(request=s.MachineAnnotatorCreateSerializer, responses={201: s.MachineAnnotatorSerializer})
+    def create(self, request):
+        from annotator.services.ranking import annotator_register
+
+        data = _validated(s.MachineAnnotatorCreateSerializer, request.data)
+        annotator = annotator_register(**data)
+        return Response(s.MachineAnnotatorSerializer(annotator).data, status=status.HTTP_201_CREATED)
+
+
+class RankingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """Ranking runs over the requester's datasets: start, watch progress, cancel."""
+
+    model = RankingRun
+
+    serializer_class = s.RankingRunSerializer
+
+    def scoped_queryset(self):
+        runs = RankingRun.objects.order_by("id")
+        user = self.request.user
+        return runs if user.is_superuser else runs.filter(Q(dataset__owner=user) | Q(created_by=user))
+
+    @extend_schema(request=s.RankingRunCreateSerializer, responses={201: s.RankingRunSerializer})
+    def create(self, request):
+        from annotator.services.ranking import ranking_run_start
+
+        data = _validated(s.RankingRunCreateSerializer, request.data)
+        dataset = _owned(Dataset.objects.all(), request.user, "owner").filter(pk=data["dataset"]).first()
+        if dataset is None:
+            raise ApplicationError(f"You have no dataset {data['dataset']}.", status=404)
+        annotator = MachineAnnotator.objects.filter(pk=data["annotator"]).first()
+        if annotator is None:
+            raise ApplicationError(f"There is no machine annotator {data['annotator']}.", status=404)
+        run = ranking_run_start(dataset=dataset, annotator=annotator, top_k=data["top_k"], created_by=request.user)
+        return Response(s.RankingRunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=s.RankingRunSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        from annotator.services.ranking import ranking_run_cancel
+
+        run = ranking_run_cancel(run=self.get_object())
+        return Response(s.RankingRunSerializer(run).data)
+
+
+# --- campaigns -------------------------------------------------------------------------------------------
+
+
+class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """Requesters manage their own campaigns; researchers read the campaigns shared with them."""
+
+    model = Campaign
+
+    serializer_class = s.CampaignSerializer
+    action_roles = {"list": READERS, "retrieve": READERS, "labels_summary": READERS}
+
+    def scoped_queryset(self):
+        user = self.request.user
+        if self.action in ("list", "retrieve", "labels_summary"):
+            campaigns = campaign_list_readable(user=user)
+        else:
+            campaigns = _owned(Campaign.objects.all(), user, "owner")
+        return campaigns.prefetch_related("shared_with", "runs").order_by("id")
+
+    @extend_schema(request=s.ShareSerializer, responses=s.CampaignSerializer)
+    @action(detail=True, methods=["post"])
+    def share(self, request, pk=None):
+        """Set the researchers this campaign is shared with (replaces the list)."""
+        data = _validated(s.ShareSerializer, request.data)
+        campaign = campaign_share(campaign=self.get_object(), usernames=data["usernames"])
+        return Response(s.CampaignSerializer(campaign).data)
+
+    @extend_schema(request=None, responses=s.LabelCountSerializer(many=True))
+    @action(detail=True, methods=["get"], url_path="label-counts")
+    def labels_summary(self, request, pk=None):
+        """Labels per aggregation method: how many, how many positive (lenient and strict)."""
+        return Response(s.LabelCountSerializer(label_counts(campaign=self.get_object()), many=True).data)
+
+
+# --- review: assignments and workers ---------------------------------------------------------------------
+
+
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            OpenApiParameter("campaign", int, description="Only this campaign."),
+            OpenApiParameter("status", str, enum=[c for c, _ in Assignment._meta.get_field("status").choices]),
+            OpenApiParameter("worker", int, description="Only this worker (id)."),
+            OpenApiParameter("flagged", bool, description="Only flagged (true) or unflagged (false) ones."),
+        ]
+    )
+)
+class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """Requesters: assignments on their campaigns, with review actions. Workers: their own assignments."""
+
+    model = Assignment
+
+    roles = EVERYONE
+    action_roles = {"list": REQUESTER | {Role.WORKER}, "retrieve": REQUESTER | {Role.WORKER}, "approve": REQUESTER,
+                    "reject": REQUESTER}
+
+    def get_serializer_class(self):
+        return s.OwnAssignmentSerializer if self.role == Role.WORKER else s.AssignmentSerializer
+
+    def scoped_queryset(self):
+        user = self.request.user
+        assignments = Assignment.objects.select_related("hit", "hit__campaign", "worker").order_by("-id")
+        if self.role == Role.WORKER:
+            return assignments.filter(worker__user=user)
+        assignments = _owned(assignments, user, "hit__campaign__owner")
+        if self.action == "list":
+            filters = _validated(s.AssignmentFilterSerializer, self.request.query_params)
+            if "campaign" in filters:
+                assignments = assignments.filter(hit__campaign_id=filters["campaign"])
+            if "status" in filters:
+                assignments = assignments.filter(status=filters["status"])
+            if "worker" in filters:
+                assignments = assignments.filter(worker_id=filters["worker"])
+            if filters.get("flagged") is True:
+                assignments = assignments.exclude(flags=[])
+            elif filters.get("flagged") is False:
+                assignments = assignments.filter(flags=[])
+        return assignments
+
+    @extend_schema(request=s.ReasonSerializer, responses=s.AssignmentSerializer)
+    @action(detail=True, methods=["post"])
+    def approve(self, request, pk=None):
+        from annotator.services.quality import assignment_approve
+
+        data = _validated(s.ReasonSerializer, request.data)
+        assignment = assignment_approve(assignment=self.get_object(), actor=request.user, reason=data["reason"])
+        return Response(s.AssignmentSerializer(assignment).data)
+
+    @extend_schema(request=s.RequiredReasonSerializer, responses=s.AssignmentSerializer)
+    @action(detail=True, methods=["post"])
+    def reject(self, request, pk=None):
+        from annotator.services.quality import assignment_reject
+
+        data = _validated(s.RequiredReasonSerializer, request.data)
+        assignment = assignment_reject(assignment=self.get_object(), actor=request.user, reason=data["reason"])
+        return Response(s.AssignmentSerializer(assignment).data)
+
+
+class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """Workers who worked on the requester's campaigns; block and unblock them."""
+
+    model = Worker
+
+    serializer_class = s.WorkerSerializer
+
+    def scoped_queryset(self):
+        user = self.request.user
+        workers = Worker.objects.order_by("id")
+        if user.is_superuser:
+            return workers
+        return workers.filter(assignments__hit__campaign__owner=user).distinct()
+
+    @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
+    @action(detail=True, methods=["post"])
+    def block(self, request, pk=None):
+        from annotator.services.trust import worker_block
+
+        data = _validated(s.RequiredReasonSerializer, request.data)
+        worker = worker_block(worker=self.get_object(), actor=request.user, reason=data["reason"])
+        return Response(s.WorkerSerializer(worker).data)
+
+    @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
+    @action(detail=True, methods=["post"])
+    def unblock(self, request, pk=None):
+        from annotator.services.trust import worker_unblock
+
+        data = _validated(s.RequiredReasonSerializer, request.data)
+        worker = worker_unblock(worker=self.get_object(), actor=request.user, reason=data["reason"])
+        return Response(s.WorkerSerializer(worker).data)
+
+
+# --- research: labels, exports, evaluations --------------------------------------------------------------
+
+
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            OpenApiParameter("campaign", int, description="Only this campaign."),
+            OpenApiParameter("method", str, description="Aggregation method (majority, dawid_skene, ...)."),
+            OpenApiParameter("positive", bool, description="Only positive (true) or negative (false) labels."),
+            OpenApiParameter("strict", bool, description='With positive: "100% YES" only.'),
+        ]
+    )
+)
+class LabelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """Verified labels of the campaigns the caller may read, filtered and paginated."""
+
+    model = Label
+
+    serializer_class = s.LabelSerializer
+    roles = READERS
+
+    def scoped_queryset(self):
+        campaigns = campaign_list_readable(user=self.request.user)
+        if self.action != "list":
+            return label_list(campaigns=campaigns)
+        filters = _validated(s.LabelFilterSerializer, self.request.query_params)
+        return label_list(
+            campaigns=campaigns,
+            campaign_id=filters.get("campaign"),
+            method=filters.get("method"),
+            positive=filters.get("positive"),
+            strict=filters.get("strict", False),
+        )
+
+
+class ExportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """Export jobs: start one, poll its status, download the file once it succeeded."""
+
+    model = ExportJob
+
+    serializer_class = s.ExportJobSerializer
+    roles = READERS
+
+    def scoped_queryset(self):
+        return export_list_readable(user=self.request.user).order_by("-id")
+
+    @extend_schema(request=s.ExportCreateSerializer, responses={202: s.ExportJobSerializer})
+    def create(self, request):
+        data = _validated(s.ExportCreateSerializer, request.data)
+        campaign = campaign_get_readable(user=request.user, campaign_id=data.pop("campaign"))
+        job = export_create(campaign=campaign, user=request.user, **data)
+        job.refresh_from_db()  # with eager Celery it has already run
+        return Response(self.get_serializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    @action(detail=True, methods=["get"], url_name="download")
+    def download(self, request, pk=None):
+        """The exported file, streamed from storage."""
+        job = self.get_object()
+        if job.status != ExportStatus.SUCCEEDED or not job.file:
+            raise ApplicationError(f"Export {job.pk} is {job.status}; download it once it has succeeded.", status=409)
+        return FileResponse(job.file.open("rb"), as_attachment=True, filename=export_file_name(job))
+
+
+class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
+    """Evaluate a model's rankings against a campaign's verified labels (and its original pairs)."""
+
+    model = Evaluation
+
+    serializer_class = s.EvaluationSerializer
+    roles = READERS
+    parser_classes = [JSONParser, MultiPartParser, FormParser]
+
+    def scoped_queryset(self):
+        return evaluation_list_readable(user=self.request.user).order_by("-id")
+
+    @extend_schema(request=s.EvaluationCreateSerializer, responses={201: s.EvaluationSerializer})
+    def create(self, request):
+        data = _validated(s.EvaluationCreateSerializer, request.data)
+        campaign = campaign_get_readable(user=request.user, campaign_id=data["campaign"])
+        if "rankings_file" in data:
+            rankings = rankings_parse(raw=data["rankings_file"].read())
+        else:
+            rankings = rankings_parse(raw=_json_text(data["rankings"]))
+        evaluation = evaluation_create(
+            campaign=campaign, user=request.user, name=data["name"], rankings=rankings,
+            method=data.get("method"), variant=data["variant"],
+        )
+        return Response(self.get_serializer(evaluation).data, status=status.HTTP_201_CREATED)
+
+
+def _json_text(value) -> str:
+    return json.dumps(value)
+

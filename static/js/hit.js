@@ -1,0 +1,329 @@
+// The HIT page: keyboard answering, follow-ups, autosave, progress, time per item, submit.
+// No build step, no library. The server re-checks everything this file checks.
+(function () {
+  "use strict";
+
+  // ---- enlarge on click, preload (also in preview mode) ----
+  const zoom = document.getElementById("zoom");
+  const zoomImg = document.getElementById("zoom-img");
+  document.querySelectorAll("a[data-zoom]").forEach(function (link) {
+    link.addEventListener("click", function (event) {
+      if (!zoom || typeof zoom.showModal !== "function") return; // the link still opens the image
+      event.preventDefault();
+      zoomImg.src = link.href;
+      zoomImg.alt = link.getAttribute("aria-label").replace("Enlarge the", "Enlarged");
+      zoom.showModal();
+    });
+  });
+  if (zoom) zoom.addEventListener("click", function (event) { if (event.target === zoom) zoom.close(); });
+  window.addEventListener("load", function () {
+    document.querySelectorAll("a[data-zoom]").forEach(function (link) { new Image().src = link.href; });
+  });
+
+  const dataNode = document.getElementById("page-data");
+  const form = document.getElementById("hit-form");
+  if (!dataNode || !form) return; // preview or read-only
+  const data = JSON.parse(dataNode.textContent);
+  if (!data.editable) return;
+
+  const similarity = data.scale === "similarity";
+  const items = Array.prototype.slice.call(form.querySelectorAll(".item"));
+  const csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  const submitButton = document.getElementById("submit-hit");
+  const missingNode = document.getElementById("missing");
+  const saveNode = document.getElementById("save-state");
+  const doneNode = document.getElementById("done-count");
+  const bar = document.getElementById("progress-bar");
+  const NEEDS_REASONS = ["partially_yes", "mostly_no"];
+  const firstAnchors = form.querySelector(".anchors");
+  const WORDS = firstAnchors ? Array.prototype.map.call(firstAnchors.querySelectorAll("li"), function (li) { return li.textContent; }) : [];
+  let current = 0;
+
+  // ---- instructions: folded once read ----
+  const instructions = document.getElementById("instructions");
+  const readKey = "vericap-instructions-read-" + data.campaignId;
+  function markRead() { try { localStorage.setItem(readKey, "1"); } catch (e) { /* private mode */ } }
+  function wasRead() { try { return !!localStorage.getItem(readKey); } catch (e) { return false; } }
+  if (wasRead()) instructions.open = false;
+  instructions.addEventListener("toggle", function () { if (!instructions.open) markRead(); });
+
+  // ---- state of one item, as the server wants it ----
+  function token(item) { return item.dataset.token; }
+  function checkedValues(item, name) {
+    return Array.prototype.map.call(item.querySelectorAll("input[name='" + name + "-" + token(item) + "']:checked"), function (i) { return i.value; });
+  }
+  function state(item) {
+    const t = token(item);
+    const result = { item_token: t, comment: item.querySelector("textarea").value, seconds_spent: seconds(item) };
+    if (similarity) {
+      const range = item.querySelector("input[type=range]");
+      result.score = range.dataset.touched === "1" ? parseFloat(range.value) : null;
+    } else {
+      const picked = item.querySelector("input[type=radio]:checked");
+      result.choice = picked ? picked.value : "";
+      result.shortcomings = checkedValues(item, "shortcomings");
+      result.wrong_aspects = checkedValues(item, "aspects");
+    }
+    return result;
+  }
+  function missing(item) {
+    const s = state(item);
+    if (similarity) return s.score === null ? "a rating" : null;
+    if (!s.choice) return "an answer";
+    if (data.followups && NEEDS_REASONS.indexOf(s.choice) >= 0) {
+      if (!s.shortcomings.length) return "a reason";
+      if (s.shortcomings.indexOf("wrong_way") >= 0 && !s.wrong_aspects.length) return "what is wrong";
+    }
+    return null;
+  }
+
+  // ---- follow-ups appear only when they apply ----
+  function updateFollowups(item) {
+    if (similarity || !data.followups) return;
+    const reasons = item.querySelector(".reasons");
+    const aspects = item.querySelector(".aspects");
+    const s = state(item);
+    reasons.hidden = NEEDS_REASONS.indexOf(s.choice) < 0;
+    aspects.hidden = reasons.hidden || s.shortcomings.indexOf("wrong_way") < 0;
+  }
+
+  // ---- progress and the submit button ----
+  function refresh() {
+    let done = 0;
+    const gaps = [];
+    items.forEach(function (item) {
+      const m = missing(item);
+      item.classList.toggle("complete", !m);
+      item.querySelector(".state").textContent = m ? "" : "\u2713";
+      if (m) gaps.push("item " + item.dataset.number + ": " + m); else done += 1;
+    });
+    doneNode.textContent = String(done);
+    bar.style.width = (100 * done / items.length) + "%";
+    submitButton.disabled = done < items.length;
+    missingNode.textContent = gaps.length ? "Still missing - " + gaps.slice(0, 4).join("; ") + (gaps.length > 4 ? " and " + (gaps.length - 4) + " more" : "") + "." : "Everything is answered: you can submit.";
+  }
+
+  // ---- time spent per item (while it is the current item and the page is visible) ----
+  const spent = {};
+  let since = performance.now();
+  items.forEach(function (item) {
+    spent[token(item)] = parseFloat(item.querySelector("input[name^=seconds-]").value) || 0;
+  });
+  function flushTime() {
+    const now = performance.now();
+    if (!document.hidden && items[current]) spent[token(items[current])] += (now - since) / 1000;
+    since = now;
+  }
+  function seconds(item) {
+    if (item === items[current]) flushTime();
+    const value = Math.round(spent[token(item)] * 10) / 10;
+    item.querySelector("input[name^=seconds-]").value = String(value);
+    return value;
+  }
+  document.addEventListener("visibilitychange", function () { flushTime(); });
+
+  // ---- autosave: one request per item at a time, the latest state wins, retried on network errors ----
+  const pending = {};
+  const inFlight = {};
+  let failures = 0;
+  function setSaveState(text) { saveNode.textContent = text; }
+  function save(item) {
+    pending[token(item)] = item;
+    pump(token(item));
+  }
+  function pump(t) {
+    if (inFlight[t] || !pending[t]) return;
+    const item = pending[t];
+    delete pending[t];
+    inFlight[t] = true;
+    setSaveState("Saving\u2026");
+    fetch(data.answerUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrf },
+      body: JSON.stringify(state(item)),
+    }).then(function (response) {
+      return response.json().catch(function () { return {}; }).then(function (body) {
+        inFlight[t] = false;
+        if (response.ok) {
+          failures = 0;
+          if (!Object.keys(pending).length) setSaveState("All answers saved.");
+          pump(t);
+        } else if (response.status >= 500) {
+          retry(t, item);
+        } else {
+          setSaveState("Not saved: " + (body.error || "the server refused this answer") + ".");
+        }
+      });
+    }).catch(function () { inFlight[t] = false; retry(t, item); });
+  }
+  function retry(t, item) {
+    failures += 1;
+    setSaveState("Not saved yet (no connection) - retrying\u2026");
+    if (!pending[t]) pending[t] = item;
+    setTimeout(function () { pump(t); }, Math.min(30000, 1000 * Math.pow(2, failures)));
+  }
+  window.addEventListener("beforeunload", function (event) {
+    if (Object.keys(pending).length || Object.keys(inFlight).some(function (k) { return inFlight[k]; })) {
+      event.preventDefault();
+      event.returnValue = "";
+    }
+  });
+
+  // ---- moving between items ----
+  function setCurrent(index) {
+    if (index === current) return;
+    flushTime();
+    items[current].classList.remove("current");
+    current = index;
+    items[current].classList.add("current");
+  }
+  function focusTarget(item) {
+    return item.querySelector("input[type=radio]:checked") || item.querySelector("input[type=radio]") ||
+      item.querySelector("input[type=range]") || item;
+  }
+  function move(delta) {
+    const index = Math.max(0, Math.min(items.length - 1, current + delta));
+    setCurrent(index);
+    const target = focusTarget(items[index]);
+    target.focus({ preventScroll: true });
+    items[index].scrollIntoView({ block: "center", behavior: "auto" });
+  }
+  form.addEventListener("focusin", function (event) {
+    const item = event.target.closest(".item");
+    if (item) setCurrent(items.indexOf(item));
+  });
+
+  // ---- answering ----
+  function answered(item) {
+    updateFollowups(item);
+    refresh();
+    save(item);
+    if (instructions.open && !wasRead()) { instructions.open = false; markRead(); }
+  }
+  form.addEventListener("change", function (event) {
+    const item = event.target.closest(".item");
+    if (item) answered(item);
+  });
+  form.addEventListener("input", function (event) {
+    const item = event.target.closest(".item");
+    if (!item) return;
+    if (event.target.type === "range") {
+      event.target.dataset.touched = "1";
+      describeSlider(event.target);
+      refresh();
+    } else if (event.target.tagName === "TEXTAREA") {
+      clearTimeout(item._commentTimer);
+      item._commentTimer = setTimeout(function () { save(item); }, 600);
+    }
+  });
+  function describeSlider(range) {
+    if (!WORDS.length) return;
+    const word = WORDS[Math.round(parseFloat(range.value))];
+    range.setAttribute("aria-valuetext", range.dataset.touched === "1" ? word : "not rated yet");
+    const stateNode = range.closest(".item").querySelector(".slider-state");
+    if (stateNode) stateNode.textContent = range.dataset.touched === "1" ? "Rated: " + word : "Not rated yet: move the slider";
+  }
+  items.forEach(function (item) {
+    const range = item.querySelector("input[type=range]");
+    if (range) describeSlider(range);
+  });
+
+  function choose(item, key) {
+    const radios = item.querySelectorAll("input[type=radio]");
+    const radio = radios[key - 1];
+    if (!radio) return;
+    radio.checked = true;
+    answered(item);
+    if (data.followups && NEEDS_REASONS.indexOf(radio.value) >= 0) {
+      item.querySelector(".reasons input[type=checkbox]").focus();
+    } else {
+      radio.focus();
+    }
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.altKey || event.ctrlKey || event.metaKey) return;
+    const target = event.target;
+    if (zoom && zoom.open) return;
+    if (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && target.type === "text")) {
+      if (event.key === "Escape") target.blur();
+      return;
+    }
+    const item = items[current];
+    if (!similarity && /^[1-4]$/.test(event.key)) {
+      event.preventDefault();
+      choose(item, parseInt(event.key, 10));
+    } else if (similarity && /^[0-5]$/.test(event.key)) {
+      event.preventDefault();
+      const range = item.querySelector("input[type=range]");
+      range.value = event.key;
+      range.dataset.touched = "1";
+      describeSlider(range);
+      range.focus();
+      answered(item);
+    } else if (event.key === "j" || event.key === "ArrowDown") {
+      event.preventDefault();
+      move(1);
+    } else if (event.key === "k" || event.key === "ArrowUp") {
+      event.preventDefault();
+      move(-1);
+    } else if (event.key === "Enter") {
+      if (target.tagName === "BUTTON" || target.tagName === "A" || target.tagName === "SUMMARY") return;
+      event.preventDefault();
+      if (missing(item) === null && current === items.length - 1 && !submitButton.disabled) {
+        submitButton.focus();
+      } else if (missing(item) === null) {
+        move(1);
+      } else {
+        setSaveState("Item " + item.dataset.number + " still needs " + missing(item) + ".");
+      }
+    }
+  });
+  form.addEventListener("change", function (event) {
+    // a range commits on change (mouse up / key release): save it then
+    if (event.target.type === "range") { event.target.dataset.touched = "1"; }
+  }, true);
+
+  // ---- submit: one request; the server is idempotent, the button is disabled while it runs ----
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    refresh();
+    if (submitButton.disabled) return;
+    submitButton.disabled = true;
+    submitButton.textContent = "Submitting\u2026";
+    flushTime();
+    fetch(data.submitUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrf },
+      body: JSON.stringify({ answers: items.map(state) }),
+    }).then(function (response) {
+      return response.json().catch(function () { return {}; }).then(function (body) {
+        if (response.ok) {
+          Object.keys(pending).forEach(function (k) { delete pending[k]; });
+          window.location.assign(body.next_url || "/work/");
+          return;
+        }
+        submitButton.disabled = false;
+        submitButton.textContent = "Submit HIT";
+        missingNode.textContent = body.error || "The server could not take the HIT; try again.";
+      });
+    }).catch(function () {
+      submitButton.disabled = false;
+      submitButton.textContent = "Submit HIT";
+      missingNode.textContent = "Could not reach the server. Your answers are saved as you go; try again in a moment.";
+    });
+  });
+
+  // ---- start where the worker left off ----
+  items.forEach(updateFollowups);
+  refresh();
+  let first = items.findIndex(function (item) { return missing(item) !== null; });
+  if (first < 0) first = items.length - 1;
+  current = first;
+  items[current].classList.add("current");
+  if (first > 0) items[first].scrollIntoView({ block: "center" });
+  focusTarget(items[first]).focus({ preventScroll: first === 0 });
+  setSaveState(Object.keys(data.answers || {}).length ? "Your saved answers are back." : "");
+})();

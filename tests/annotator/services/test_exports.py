@@ -1,0 +1,118 @@
+"""Label exports (issue 7): ECCV JSON (one file and the released split), JSONL, Crisscrossed CSV, jobs."""
+
+import csv
+import io
+import json
+import zipfile
+
+import pytest
+
+from annotator import models
+from annotator.errors import ApplicationError
+from annotator.services.exports import export_create, labels_write
+from tests import factories
+from tests.research_helpers import EXPECTED, LABELLED_PAIRS, research_campaign
+
+pytestmark = pytest.mark.django_db
+
+
+def export_bytes(campaign, fmt, variant="lenient", merge_original=False, method="majority") -> bytes:
+    out = io.BytesIO()
+    labels_write(out=out, campaign_id=campaign.pk, format=fmt, method=method, variant=variant,
+                 merge_original=merge_original)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(("variant", "merge"), list(EXPECTED))
+def test_eccv_json_holds_the_positives_of_each_query(variant, merge):
+    """i2t keys are the image queries, t2i keys the caption queries; lenient/strict/merged as specified."""
+    campaign = research_campaign()
+    data = json.loads(export_bytes(campaign, "eccv_json", variant, merge))
+    assert data == EXPECTED[(variant, merge)]
+
+
+def test_eccv_split_is_the_two_released_files():
+    campaign = research_campaign()
+    with zipfile.ZipFile(io.BytesIO(export_bytes(campaign, "eccv_split"))) as archive:
+        assert sorted(archive.namelist()) == ["eccv_caption_to_image.json", "eccv_image_to_caption.json"]
+        assert json.loads(archive.read("eccv_image_to_caption.json")) == EXPECTED[("lenient", False)]["i2t"]
+        assert json.loads(archive.read("eccv_caption_to_image.json")) == EXPECTED[("lenient", False)]["t2i"]
+
+
+def test_other_methods_and_campaigns_are_not_exported():
+    campaign = research_campaign()
+    other = research_campaign()
+    factories.LabelFactory(pair=campaign.pairs.get(caption__source_id="32"), method="dawid_skene")
+    assert json.loads(export_bytes(campaign, "eccv_json", method="dawid_skene")) == {
+        "i2t": {"1": [32]}, "t2i": {}
+    }
+    assert json.loads(export_bytes(other, "eccv_json")) == EXPECTED[("lenient", False)]
+
+
+def test_non_numeric_source_ids_are_json_strings():
+    campaign = factories.CampaignFactory()
+    pair = factories.PairFactory(campaign=campaign, image__source_id="img-a", caption__source_id="cap 7")
+    factories.LabelFactory(pair=pair)
+    assert json.loads(export_bytes(campaign, "eccv_json")) == {"i2t": {"img-a": ["cap 7"]}, "t2i": {"cap 7": ["img-a"]}}
+
+
+def test_jsonl_has_every_approved_answer_provenance_label_and_pseudonym():
+    campaign = research_campaign()
+    lines = [json.loads(line) for line in export_bytes(campaign, "jsonl").decode().splitlines()]
+    assert len(lines) == len(LABELLED_PAIRS)
+    first = lines[0]
+    assert (first["image"], first["caption"], first["stage"], first["is_original"]) == ("1", "11", "i2t", True)
+    assert first["provenance"] == [
+        {"annotator": "tfidf", "annotator_kind": "tfidf_pivot", "run": first["provenance"][0]["run"],
+         "direction": "i2t", "rank": 1, "score": pytest.approx(0.9)}
+    ]
+    assert first["label"]["choice"] == "yes" and first["label"]["confidence"] == 0.75
+    assert first["answers"] == [
+        {"worker": "w-alpha", "choice": "yes", "score": None, "shortcomings": [], "wrong_aspects": [],
+         "comment": "<b>11</b>", "seconds_spent": 3.0}
+    ]
+    partial = next(line for line in lines if line["caption"] == "31")
+    assert partial["answers"][0]["shortcomings"] == ["extra_concepts"]
+
+
+def test_jsonl_leaves_out_answers_of_assignments_not_approved():
+    campaign = research_campaign()
+    models.Assignment.objects.filter(hit__campaign=campaign).update(status=models.AssignmentStatus.REJECTED)
+    lines = [json.loads(line) for line in export_bytes(campaign, "jsonl").decode().splitlines()]
+    assert len(lines) == len(LABELLED_PAIRS)
+    assert all(line["answers"] == [] for line in lines)
+
+
+def test_cxc_csv_for_similarity_campaigns():
+    campaign = research_campaign(scale=models.Scale.SIMILARITY)
+    models.Label.objects.filter(pair__campaign=campaign).update(score=3.5)
+    rows = list(csv.reader(io.StringIO(export_bytes(campaign, "cxc_csv").decode())))
+    assert rows[0] == ["caption", "image", "agg_score", "sampling_method"]
+    assert rows[1] == ["11", "1", "3.5", "original"]
+    assert rows[2] == ["21", "1", "3.5", "i2t:tfidf"]
+    assert len(rows) == 1 + len(LABELLED_PAIRS)
+
+
+def test_cxc_csv_is_refused_for_four_choice_campaigns():
+    campaign = research_campaign()
+    with pytest.raises(ApplicationError, match="similarity"):
+        export_create(campaign=campaign, user=campaign.owner, format="cxc_csv")
+
+
+def test_export_job_runs_and_stores_a_file(django_capture_on_commit_callbacks):
+    """With eager Celery the job runs on commit and ends succeeded with a stored file."""
+    campaign = research_campaign()
+    with django_capture_on_commit_callbacks(execute=True):
+        job = export_create(campaign=campaign, user=campaign.owner, format="eccv_json", variant="strict")
+    job.refresh_from_db()
+    assert job.status == models.ExportStatus.SUCCEEDED
+    assert job.method == "majority" and job.rows == 2
+    with job.file.open("rb") as stored:
+        assert json.loads(stored.read()) == EXPECTED[("strict", False)]
+    assert job.size_bytes == job.file.size
+
+
+def test_export_of_a_campaign_without_labels_is_refused():
+    campaign = factories.CampaignFactory()
+    with pytest.raises(ApplicationError, match="no labels"):
+        export_create(campaign=campaign, user=campaign.owner, format="eccv_json")

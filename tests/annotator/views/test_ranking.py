@@ -1,0 +1,144 @@
+"""Ranking pages: who may see and do what, the start form, progress JSON, cancel and retry, bad input as 4xx."""
+
+import pytest
+from django.urls import reverse
+
+from annotator import models
+from annotator.services.ranking import annotator_register
+from tests import factories
+from tests.ranking_support import ranking_dataset
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def requester(client):
+    user = factories.user_with_role(models.Role.REQUESTER)
+    client.force_login(user)
+    return user
+
+
+def owned_dataset(user):
+    dataset, _images, _captions = ranking_dataset()
+    dataset.owner = user
+    dataset.save(update_fields=["owner"])
+    return dataset
+
+
+def test_requester_ranks_from_the_dataset_page_and_sees_the_result(client, requester, django_capture_on_commit_callbacks):
+    dataset = owned_dataset(requester)
+    page = client.get(reverse("dataset-ranking", args=[dataset.pk]))
+    assert page.status_code == 200
+    assert b"Rank with" in page.content and b"tfidf_pivot (built in)" in page.content
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("ranking-start", args=[dataset.pk]), {"annotator": "kind:tfidf_pivot", "top_k": "3"})
+    run = models.RankingRun.objects.get(dataset=dataset)
+    assert response.status_code == 302 and response.url == reverse("ranking-run", args=[run.pk])
+    assert run.status == models.RunStatus.SUCCEEDED  # eager Celery in tests: it ran at commit
+    detail = client.get(response.url)
+    assert detail.status_code == 200 and b"Candidates" in detail.content
+    first_caption = dataset.captions.order_by("pk").first()
+    assert first_caption.text.encode() in detail.content
+    progress = client.get(reverse("ranking-run-progress", args=[run.pk])).json()
+    assert progress["status"] == "succeeded" and progress["percent"] == 100.0
+
+
+def test_two_annotators_show_diversity_on_the_dataset_page(client, requester, django_capture_on_commit_callbacks):
+    dataset = owned_dataset(requester)
+    for kind in ("kind:tfidf_pivot", "kind:minilm_pivot"):
+        with django_capture_on_commit_callbacks(execute=True):
+            client.post(reverse("ranking-start", args=[dataset.pk]), {"annotator": kind, "top_k": "5"})
+    page = client.get(reverse("dataset-ranking", args=[dataset.pk]))
+    assert b"Annotator diversity" in page.content and b"Kendall" in page.content
+
+
+def test_workers_and_anonymous_users_cannot_reach_ranking(client):
+    dataset, _images, _captions = ranking_dataset()
+    run = factories.RankingRunFactory(dataset=dataset)
+    anonymous = client.get(reverse("ranking-run", args=[run.pk]))
+    assert anonymous.status_code == 302 and "login" in anonymous.url
+    client.force_login(factories.user_with_role(models.Role.WORKER))
+    assert client.get(reverse("ranking-run", args=[run.pk])).status_code == 403
+    assert client.get(reverse("ranking-run-progress", args=[run.pk])).status_code == 403
+    assert client.post(reverse("ranking-start", args=[dataset.pk]), {"annotator": "kind:tfidf_pivot"}).status_code == 403
+    assert not models.RankingRun.objects.exclude(pk=run.pk).exists()
+
+
+def test_researchers_read_but_do_not_start_or_cancel(client):
+    dataset, _images, _captions = ranking_dataset()
+    run = factories.RankingRunFactory(dataset=dataset, status=models.RunStatus.RUNNING)
+    client.force_login(factories.user_with_role(models.Role.RESEARCHER))
+    page = client.get(reverse("ranking-run", args=[run.pk]))
+    assert page.status_code == 200 and b"Cancel run" not in page.content
+    assert client.post(reverse("ranking-run-cancel", args=[run.pk])).status_code == 403
+    run.refresh_from_db()
+    assert run.status == models.RunStatus.RUNNING
+
+
+def test_another_requesters_dataset_is_refused(client, requester):
+    other = factories.user_with_role(models.Role.REQUESTER)
+    dataset = owned_dataset(other)
+    response = client.post(reverse("ranking-start", args=[dataset.pk]), {"annotator": "kind:tfidf_pivot"})
+    assert response.status_code == 403
+    assert not models.RankingRun.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"annotator": "kind:clip"}, b"Choose an annotator"),
+        ({"annotator": "999999"}, b"Choose an annotator"),
+        ({"annotator": "abc"}, b"Choose an annotator"),
+        ({"annotator": "kind:tfidf_pivot", "top_k": "0"}, b"top_k must be between"),
+        ({"annotator": "kind:tfidf_pivot", "top_k": "lots"}, b"top_k must be a whole number"),
+    ],
+)
+def test_bad_start_input_is_a_readable_400(client, requester, data, message):
+    dataset = owned_dataset(requester)
+    response = client.post(reverse("ranking-start", args=[dataset.pk]), data)
+    assert response.status_code == 400 and message in response.content
+    assert not models.RankingRun.objects.exists()
+
+
+def test_cancel_and_retry_buttons(client, requester, monkeypatch):
+    from annotator.services import ranking as ranking_services
+
+    monkeypatch.setattr(ranking_services, "enqueue_on_commit", lambda *args: None)  # keep it queued
+    dataset = owned_dataset(requester)
+    run = factories.RankingRunFactory(dataset=dataset, status=models.RunStatus.QUEUED)
+    assert b"Cancel run" in client.get(reverse("ranking-run", args=[run.pk])).content
+    assert client.post(reverse("ranking-run-cancel", args=[run.pk])).status_code == 302
+    run.refresh_from_db()
+    assert run.status == models.RunStatus.CANCELLED
+    assert client.post(reverse("ranking-run-retry", args=[run.pk])).status_code == 302
+    run.refresh_from_db()
+    assert run.status == models.RunStatus.QUEUED
+    run.status = models.RunStatus.SUCCEEDED
+    run.save()
+    refused = client.post(reverse("ranking-run-retry", args=[run.pk]))
+    assert refused.status_code == 409 and b"cannot become" in refused.content
+
+
+def test_register_clip_annotator_form_and_escaping(client, requester):
+    response = client.post(
+        reverse("annotator-register"),
+        {"name": "<b>clip</b>", "kind": "clip", "checkpoint_path": "/models/clip", "next": "https://evil.example/"},
+    )
+    assert response.status_code == 302 and response.url == reverse("home")  # no open redirect
+    assert models.MachineAnnotator.objects.filter(name="<b>clip</b>", kind="clip").exists()
+    dataset = owned_dataset(requester)
+    page = client.get(reverse("dataset-ranking", args=[dataset.pk]))
+    assert b"&lt;b&gt;clip&lt;/b&gt;" in page.content and b"<b>clip</b>" not in page.content
+    bad = client.post(reverse("annotator-register"), {"name": "x", "kind": "clip", "checkpoint_path": ""})
+    assert bad.status_code == 400
+
+
+def test_ranking_panel_tag_renders_in_any_template(rf, requester):
+    from django.template import Context, Template
+
+    dataset = owned_dataset(requester)
+    annotator_register(name="tfidf", kind="tfidf_pivot")
+    request = rf.get("/")
+    request.user = requester
+    html = Template("{% load ranking %}{% ranking_panel dataset %}").render(Context({"dataset": dataset, "request": request}))
+    assert "Machine annotators" in html and "tfidf (tfidf_pivot)" in html

@@ -1,0 +1,255 @@
+"""The worker's pages and JSON endpoints: ownership, no gold leak, CSRF, escaping, MTurk (issue 5)."""
+
+import json
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from annotator.models import (
+    Answer,
+    Assignment,
+    AssignmentStatus,
+    Hit,
+    HitItem,
+    PairSource,
+    QualificationAttempt,
+    Role,
+    Worker,
+)
+from annotator.selectors.work import campaign_gold_items, hit_item_tokens
+from annotator.services.workers import worker_for_user
+from tests.factories import RankingRunFactory, live_campaign_with_hits, user_with_role
+
+pytestmark = pytest.mark.django_db
+
+
+def worker_client(campaign=None, qualified=True):
+    user = user_with_role(Role.WORKER)
+    client = Client()
+    client.force_login(user)
+    worker = worker_for_user(user=user)
+    if campaign is not None and qualified:
+        QualificationAttempt.objects.create(worker=worker, campaign=campaign, items=[], passed=True, score=1.0,
+                                            finished_at=timezone.now())
+    return client, worker
+
+
+def claim(client, campaign):
+    response = client.post(reverse("work_claim", args=[campaign.pk]))
+    assert response.status_code == 302, response.content
+    return Assignment.objects.get(pk=int(re.search(r"/assignments/(\d+)/", response["Location"]).group(1)))
+
+
+def post_json(client, url, body):
+    return client.post(url, data=json.dumps(body), content_type="application/json", HTTP_ACCEPT="application/json")
+
+
+def test_hit_page_shows_items_without_gold_roles_pair_ids_or_provenance():
+    campaign = live_campaign_with_hits(hits=1, candidates=2)
+    hit = campaign.hits.get()
+    PairSource.objects.create(pair=hit.items.first().pair, run=RankingRunFactory(dataset=campaign.dataset),
+                              direction="i2t", rank=1, score=0.987654)
+    client, worker = worker_client(campaign)
+    assignment = claim(client, campaign)
+    html = client.get(reverse("work_hit", args=[assignment.pk])).content.decode()
+    assert html.count('class="item"') + html.count('class="item ') == 4
+    for word in ("gold", "gold_positive", "gold_negative", "candidate", "is_original", "0.987654", "annotator-"):
+        assert word not in html.lower(), word
+    for item in hit.items.all():
+        assert f"pair-{item.pair_id}\"" not in html and f'data-pair="{item.pair_id}"' not in html
+        assert item.pair.caption.text in html
+    data = json.loads(re.search(r'<script id="page-data" type="application/json">(.*?)</script>', html, re.S).group(1))
+    assert set(data) == {"answerUrl", "submitUrl", "scale", "followups", "expiresAt", "answers", "editable",
+                         "campaignId"}
+
+
+def test_autosave_and_reload_returns_own_answers_only():
+    campaign = live_campaign_with_hits(hits=1, candidates=2, redundancy=2)
+    client, worker = worker_client(campaign)
+    other_client, other = worker_client(campaign)
+    mine, theirs = claim(client, campaign), claim(other_client, campaign)
+    assert mine.hit_id == theirs.hit_id
+    tokens = list(hit_item_tokens(hit=mine.hit))
+    response = post_json(other_client, reverse("work_answer", args=[theirs.pk]),
+                         {"item_token": tokens[0], "choice": "no", "comment": "THEIR-SECRET-COMMENT"})
+    assert response.status_code == 200
+    response = post_json(client, reverse("work_answer", args=[mine.pk]),
+                         {"item_token": tokens[0], "choice": "mostly_no", "shortcomings": ["wrong_way"],
+                          "wrong_aspects": ["color"], "comment": "<script>alert(1)</script>", "seconds_spent": 5})
+    assert response.json() == {"saved": True, "complete": True, "missing": None}
+    html = client.get(reverse("work_hit", args=[mine.pk])).content.decode()
+    assert "THEIR-SECRET-COMMENT" not in html
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert 'value="mostly_no" checked' in html and 'value="color" checked' in html
+
+
+def test_another_workers_assignment_is_404_everywhere():
+    campaign = live_campaign_with_hits(hits=2)
+    client, worker = worker_client(campaign)
+    other_client, _ = worker_client(campaign)
+    assignment = claim(client, campaign)
+    token = next(iter(hit_item_tokens(hit=assignment.hit)))
+    assert other_client.get(reverse("work_hit", args=[assignment.pk])).status_code == 404
+    assert post_json(other_client, reverse("work_answer", args=[assignment.pk]),
+                     {"item_token": token, "choice": "yes"}).status_code == 404
+    assert post_json(other_client, reverse("work_submit", args=[assignment.pk]), {"answers": []}).status_code == 404
+    assert other_client.post(reverse("work_return", args=[assignment.pk])).status_code == 404
+    assert not Answer.objects.exists()
+    assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.RESERVED
+
+
+def test_pages_need_a_worker_role():
+    campaign = live_campaign_with_hits(hits=1)
+    anonymous = Client()
+    assert anonymous.get(reverse("work_home"))["Location"].startswith(reverse("login"))
+    requester = Client()
+    requester.force_login(user_with_role(Role.REQUESTER))
+    assert requester.get(reverse("work_home")).status_code == 403
+    assert requester.post(reverse("work_claim", args=[campaign.pk])).status_code == 403
+
+
+def test_autosave_needs_csrf():
+    campaign = live_campaign_with_hits(hits=1)
+    _, worker = worker_client(campaign)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(worker.user)
+    assignment = Assignment.objects.create(hit=campaign.hits.get(), worker=worker,
+                                           expires_at=timezone.now() + timezone.timedelta(minutes=5))
+    token = next(iter(hit_item_tokens(hit=assignment.hit)))
+    response = post_json(client, reverse("work_answer", args=[assignment.pk]), {"item_token": token, "choice": "yes"})
+    assert response.status_code == 403
+    assert not Answer.objects.exists()
+
+
+@pytest.mark.parametrize("body", ["not json", "[1, 2]", '{"item_token": "x", "choice": "yes"}',
+                                  '{"item_token": null, "shortcomings": "wrong_way"}'])
+def test_bad_autosave_input_is_a_400_with_a_message(body):
+    campaign = live_campaign_with_hits(hits=1)
+    client, _ = worker_client(campaign)
+    assignment = claim(client, campaign)
+    response = client.post(reverse("work_answer", args=[assignment.pk]), data=body, content_type="application/json",
+                           HTTP_ACCEPT="application/json")
+    assert response.status_code == 400
+    assert response.json()["error"]
+
+
+def test_submit_incomplete_says_what_is_missing_then_double_submit_is_one():
+    campaign = live_campaign_with_hits(hits=2, candidates=1)
+    client, worker = worker_client(campaign)
+    assignment = claim(client, campaign)
+    tokens = list(hit_item_tokens(hit=assignment.hit))
+    url = reverse("work_submit", args=[assignment.pk])
+    response = post_json(client, url, {"answers": [{"item_token": tokens[0], "choice": "partially_yes"}]})
+    assert response.status_code == 400
+    assert [m["item"] for m in response.json()["missing"]] == [1, 2, 3]
+    answers = [{"item_token": t, "choice": "yes", "seconds_spent": 2} for t in tokens]
+    first = post_json(client, url, {"answers": answers})
+    second = post_json(client, url, {"answers": answers})
+    assert first.status_code == second.status_code == 200
+    assert first.json()["status"] == second.json()["status"] == "submitted"
+    assert Assignment.objects.get(pk=assignment.pk).events.filter(to_status="submitted").count() == 1
+    dashboard = client.get(reverse("work_home")).content.decode()
+    assert re.search(r'id="stat-pending">1<', dashboard)
+
+
+def test_auto_accept_hands_the_next_hit_after_submit():
+    campaign = live_campaign_with_hits(hits=2, candidates=1)
+    client, worker = worker_client(campaign)
+    client.post(reverse("work_auto_accept"), {"enabled": "1"})
+    assert Worker.objects.get(pk=worker.pk).auto_accept_next
+    assignment = claim(client, campaign)
+    answers = [{"item_token": t, "choice": "yes"} for t in hit_item_tokens(hit=assignment.hit)]
+    response = post_json(client, reverse("work_submit", args=[assignment.pk]), {"answers": answers})
+    next_id = int(re.search(r"/assignments/(\d+)/", response.json()["next_url"]).group(1))
+    assert next_id != assignment.pk and Assignment.objects.get(pk=next_id).worker_id == worker.pk
+
+
+def test_form_submit_without_javascript_works():
+    campaign = live_campaign_with_hits(hits=1, candidates=1)
+    client, worker = worker_client(campaign)
+    assignment = claim(client, campaign)
+    form = {}
+    for token in hit_item_tokens(hit=assignment.hit):
+        form[f"choice-{token}"] = "mostly_no"
+        form[f"shortcomings-{token}"] = ["wrong_way", "grammar"]
+        form[f"aspects-{token}"] = ["color"]
+    response = client.post(reverse("work_submit", args=[assignment.pk]), form)
+    assert response.status_code == 302
+    assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.SUBMITTED
+    assert all(a.wrong_aspects == ["color"] for a in Answer.objects.all())
+
+
+def test_qualification_page_posts_answers_and_unlocks_start():
+    campaign = live_campaign_with_hits(hits=1, qualification_items=2)
+    client, worker = worker_client(campaign, qualified=False)
+    assert client.post(reverse("work_claim", args=[campaign.pk]))["Location"] == reverse(
+        "work_qualification", args=[campaign.pk])
+    html = client.get(reverse("work_qualification", args=[campaign.pk])).content.decode()
+    assert "gold" not in html.lower()
+    attempt = QualificationAttempt.objects.get(worker=worker)
+    roles = dict(campaign_gold_items(campaign=campaign))
+    form = {f"q-{i}": ("yes" if roles[p] == "gold_positive" else "no") for i, p in enumerate(attempt.items)}
+    response = client.post(reverse("work_qualification", args=[campaign.pk]), form)
+    assert response.status_code == 302
+    assert claim(client, campaign).status == AssignmentStatus.RESERVED
+
+
+def test_signup_login_logout():
+    client = Client()
+    response = client.post(reverse("signup"), {"username": "newbie", "password": "a-long-passphrase",
+                                               "password_again": "a-long-passphrase"})
+    assert response.status_code == 302 and response["Location"] == reverse("work_home")
+    assert Worker.objects.filter(user__username="newbie").exists()
+    assert client.get(reverse("work_home")).status_code == 200
+    assert client.get(reverse("logout")).status_code == 405  # log-out is POST only
+    client.post(reverse("logout"))
+    assert client.get(reverse("work_home")).status_code == 302
+    bad = client.post(reverse("login"), {"username": "newbie", "password": "wrong"})
+    assert bad.status_code == 400
+    good = client.post(reverse("login"), {"username": "newbie", "password": "a-long-passphrase"})
+    assert good["Location"] == reverse("work_home")
+
+
+def test_signup_with_invite_code(settings):
+    settings.SIGNUP_INVITE_CODE = "crowd2026"
+    client = Client()
+    assert "Invite code" in client.get(reverse("signup")).content.decode()
+    response = client.post(reverse("signup"), {"username": "x1y2", "password": "a-long-passphrase",
+                                               "password_again": "a-long-passphrase", "invite_code": "nope"})
+    assert response.status_code == 400 and "invite code is not valid" in response.content.decode()
+    assert not Worker.objects.exists()
+
+
+def test_mturk_preview_then_accept_then_submit_posts_to_turk():
+    campaign = live_campaign_with_hits(hits=1, candidates=1, qualification_items=0)
+    hit = campaign.hits.get()
+    Hit.objects.filter(pk=hit.pk).update(external_hit_id="3HITEXAMPLE")
+    client = Client()
+    preview = client.get("/mturk/", {"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "3HITEXAMPLE"})
+    assert preview.status_code == 200 and "Preview" in preview.content.decode()
+    assert "X-Frame-Options" not in preview and "frame-ancestors" in preview["Content-Security-Policy"]
+    assert "gold" not in preview.content.decode().lower()
+    arrival = {"assignmentId": "3ASSIGN1", "hitId": "3HITEXAMPLE", "workerId": "A2WORKER",
+               "turkSubmitTo": "https://workersandbox.mturk.com"}
+    response = client.get("/mturk/", arrival)
+    assignment = Assignment.objects.get(external_assignment_id="3ASSIGN1")
+    assert response["Location"] == reverse("work_hit", args=[assignment.pk])
+    assert assignment.worker.external_id == "A2WORKER"
+    assert client.get("/mturk/", arrival)["Location"] == response["Location"]  # idempotent
+    answers = [{"item_token": t, "choice": "yes"} for t in hit_item_tokens(hit=hit)]
+    submitted = post_json(client, reverse("work_submit", args=[assignment.pk]), {"answers": answers})
+    done = client.get(submitted.json()["next_url"]).content.decode()
+    assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in done
+    assert 'name="assignmentId" value="3ASSIGN1"' in done
+
+
+def test_mturk_refuses_a_foreign_submit_address():
+    campaign = live_campaign_with_hits(hits=1, qualification_items=0)
+    Hit.objects.filter(campaign=campaign).update(external_hit_id="3H")
+    response = Client().get("/mturk/", {"assignmentId": "A", "hitId": "3H", "workerId": "W",
+                                        "turkSubmitTo": "https://evil.example.org"})
+    assert response.status_code == 400
+    assert Client().get("/mturk/", {"hitId": "nope"}).status_code == 404

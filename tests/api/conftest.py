@@ -1,0 +1,74 @@
+"""A small world for the API tests: one account per role, a campaign shared with the researcher, work on it."""
+
+from dataclasses import dataclass, field
+
+import pytest
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotator import models
+from tests import factories
+from tests.research_helpers import research_campaign
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    """Accounts are made per test; a fast hasher keeps the matrix quick (the real one is tested elsewhere)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@dataclass
+class World:
+    users: dict
+    campaign: models.Campaign
+    foreign_campaign: models.Campaign
+    ids: dict = field(default_factory=dict)
+
+    def client(self, role: str) -> APIClient:
+        client = APIClient()
+        if role != "anonymous":
+            token, _ = Token.objects.get_or_create(user=self.users[role])
+            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        return client
+
+
+@pytest.fixture
+def world(db) -> World:
+    users = {
+        "requester": factories.user_with_role(models.Role.REQUESTER, username="req-owner"),
+        "other_requester": factories.user_with_role(models.Role.REQUESTER, username="req-other"),
+        "researcher": factories.user_with_role(models.Role.RESEARCHER, username="res-shared"),
+        "other_researcher": factories.user_with_role(models.Role.RESEARCHER, username="res-other"),
+        "worker": factories.user_with_role(models.Role.WORKER, username="wrk-own"),
+    }
+    campaign = research_campaign(owner=users["requester"])
+    campaign.shared_with.add(users["researcher"])
+    campaign.dataset.owner = users["requester"]
+    campaign.dataset.save()
+    foreign = research_campaign(owner=users["other_requester"])
+    foreign.dataset.owner = users["other_requester"]
+    foreign.dataset.save()
+    worker = factories.WorkerFactory(user=users["worker"], pseudonym="w-own")
+    hit = factories.HitFactory(campaign=campaign, index=1)
+    submitted = factories.AssignmentFactory(
+        hit=hit, worker=worker, status=models.AssignmentStatus.SUBMITTED, submitted_at=timezone.now()
+    )
+    run = factories.RankingRunFactory(dataset=campaign.dataset, status=models.RunStatus.RUNNING, created_by=users["requester"])
+    job = factories.ExportJobFactory(campaign=campaign, created_by=users["requester"])
+    evaluation = factories.EvaluationFactory(campaign=campaign, created_by=users["requester"])
+    ids = {
+        "campaign": campaign.pk,
+        "foreign_campaign": foreign.pk,
+        "dataset": campaign.dataset_id,
+        "foreign_dataset": foreign.dataset_id,
+        "run": run.pk,
+        "annotator": run.annotator_id,
+        "assignment": submitted.pk,
+        "worker": worker.pk,
+        "label": models.Label.objects.filter(pair__campaign=campaign).order_by("id").first().pk,
+        "foreign_label": models.Label.objects.filter(pair__campaign=foreign).order_by("id").first().pk,
+        "export": job.pk,
+        "evaluation": evaluation.pk,
+    }
+    return World(users=users, campaign=campaign, foreign_campaign=foreign, ids=ids)

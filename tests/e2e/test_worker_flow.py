@@ -1,0 +1,153 @@
+"""A new crowd worker, in Debian's Chromium: sign up, pass the qualification, answer a full HIT with the
+keyboard alone (follow-ups included), reload half-way and find the answers kept, submit, see it pending.
+
+Screenshots go to test-artifacts/ (gitignored).
+"""
+
+from pathlib import Path
+
+import pytest
+
+import config.urls
+from annotator.models import Answer, Assignment, AssignmentStatus, QualificationAttempt
+from annotator.selectors.work import campaign_gold_items
+from tests.factories import live_campaign_with_hits
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]
+# What the worker answers, item by item (1-based): key, then follow-up keystrokes after the answer.
+# 3 = "Partially YES" + first reason; 7 = "Mostly NO" + "wrong way" + aspect "Color"; the rest mostly 1/4.
+PLAN = {3: ("2", ["Space"]), 7: ("3", ["Tab", "Tab", "Space", "Tab", "Tab", "Tab", "Space"]), 12: ("3", ["Space"])}
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("Debian chromium is not installed")
+    # Playwright's sync API runs an event loop in this thread; the ORM calls below are still synchronous.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def media_served(settings, monkeypatch):
+    """config.urls bound MEDIA_ROOT at import; point it at this test's temporary media directory."""
+    for pattern in config.urls.urlpatterns:
+        if "document_root" in getattr(pattern, "default_args", {}):
+            monkeypatch.setitem(pattern.default_args, "document_root", str(settings.MEDIA_ROOT))
+
+
+def shot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"worker-{name}.png"), full_page=False)
+
+
+def answer_item(page, number):
+    key, followups = PLAN.get(number, ("1" if number % 2 else "4", []))
+    page.keyboard.press(key)
+    for stroke in followups:
+        page.keyboard.press(stroke)
+    page.keyboard.press("Enter")
+
+
+def test_new_worker_end_to_end(live_server, browser, media_served):
+    campaign = live_campaign_with_hits(hits=2, candidates=16, qualification_items=2, name="Verify COCO captions")
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(15000)
+
+    # Sign up
+    page.goto(f"{live_server.url}/accounts/signup/")
+    page.get_by_label("User name").fill("newworker")
+    page.get_by_label("Password", exact=True).fill("a-long-passphrase")
+    page.get_by_label("Password again").fill("a-long-passphrase")
+    shot(page, "01-signup")
+    page.get_by_role("button", name="Create my account").click()
+    page.wait_for_url("**/work/")
+    assert "Verify COCO captions" in page.content()
+    shot(page, "02-dashboard-new")
+
+    # Qualification: answer the gold items right (the test knows the roles; the page does not show them)
+    page.get_by_role("link", name="Take the qualification test").click()
+    page.locator("#take-test").click()
+    page.wait_for_selector("#qualification-form")
+    assert "gold" not in page.content().lower()
+    attempt = QualificationAttempt.objects.get(worker__user__username="newworker")
+    roles = dict(campaign_gold_items(campaign=campaign))
+    for index, pair_id in enumerate(attempt.items):
+        value = "yes" if roles[pair_id] == "gold_positive" else "no"
+        page.locator(f"input[name='q-{index}'][value='{value}']").check()
+    shot(page, "03-qualification")
+    page.locator("#submit-test").click()
+    page.wait_for_selector("#start-working")
+    assert "You passed the test" in page.content()
+
+    # The HIT, keyboard only
+    page.locator("#start-working").click()
+    page.wait_for_selector("#hit-form .item")
+    assignment = Assignment.objects.get(worker__user__username="newworker")
+    total = page.locator("#hit-form .item").count()
+    assert total == 18
+    assert page.locator("#submit-hit").is_disabled()
+    shot(page, "04-hit-start")
+    for number in range(1, 10):
+        answer_item(page, number)
+    page.wait_for_function("document.getElementById('save-state').textContent === 'All answers saved.'")
+    assert page.locator("#progress-text").inner_text() == "9 / 18 answered"
+    assert "Still missing" in page.locator("#missing").inner_text()
+    shot(page, "05-hit-halfway")
+
+    # Reload half-way: everything answered so far is back, follow-ups included
+    page.reload()
+    page.wait_for_selector("#hit-form .item")
+    assert page.locator("#progress-text").inner_text() == "9 / 18 answered"
+    seventh = page.locator("#item-7")
+    assert seventh.locator("input[value='mostly_no']").is_checked()
+    assert seventh.locator("input[value='wrong_way']").is_checked()
+    assert seventh.locator("input[value='color']").is_checked()
+    assert page.locator("#item-3 input[value='extra_concepts']").is_checked()
+    assert page.evaluate("document.activeElement.closest('.item').id") == "item-10"
+    shot(page, "06-hit-after-reload")
+
+    for number in range(10, total + 1):
+        answer_item(page, number)
+    assert page.locator("#progress-text").inner_text() == "18 / 18 answered"
+    assert not page.locator("#submit-hit").is_disabled()
+    assert page.evaluate("document.activeElement.id") == "submit-hit"
+    shot(page, "07-hit-complete")
+    page.keyboard.press("Enter")  # submit, still from the keyboard
+    page.wait_for_url("**/work/")
+    assert "pending review" in page.content()
+    assert page.locator("#stat-pending").inner_text() == "1"
+    shot(page, "08-dashboard-pending")
+
+    assignment.refresh_from_db()
+    assert assignment.status in (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+    answers = {a.item.position: a for a in Answer.objects.filter(assignment=assignment).select_related("item")}
+    assert len(answers) == 18
+    seventh_answer = answers[6]
+    assert (seventh_answer.choice, seventh_answer.shortcomings, seventh_answer.wrong_aspects) == (
+        "mostly_no", ["wrong_way"], ["color"])
+    assert answers[2].shortcomings == ["extra_concepts"]
+    assert sum(a.seconds_spent for a in answers.values()) > 0
+
+    # The same page on a phone: one column, readable
+    phone = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone.context.add_cookies(page.context.cookies())
+    phone.goto(f"{live_server.url}/work/")
+    shot(phone, "09-phone-dashboard")
+    phone.goto(f"{live_server.url}/work/campaigns/{campaign.pk}/")
+    phone.locator("#start-working").click()
+    phone.wait_for_selector("#hit-form .item")
+    phone.keyboard.press("2")
+    shot(phone, "10-phone-hit")
+    width = phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, "the HIT page scrolls sideways on a phone"

@@ -1,0 +1,82 @@
+"""A ranking runs end to end through a real Celery worker process on Redis and the real PostgreSQL."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from annotator import models
+from annotator.services.ranking import annotator_register, ranking_run_start
+from tests.ranking_support import ranking_dataset
+
+pytestmark = [pytest.mark.celery_worker, pytest.mark.postgres]
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def database_url() -> str:
+    db = connection.settings_dict
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, settings, tmp_path):
+    """`celery -A config worker -Q gpu,default --pool=solo` on the pytest database; killed afterwards."""
+    if connection.vendor != "postgresql" or not settings.CELERY_BROKER_URL.startswith("redis://"):
+        pytest.skip("needs PostgreSQL and a Redis broker (DATABASE_URL, CELERY_BROKER_URL)")
+    import redis
+    from celery import current_app
+
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()  # no stale messages from an earlier run
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        "RANKING_CHUNK_ROWS": "4",
+    }
+    log = open(tmp_path / "worker.log", "w+")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "gpu,default", "--pool=solo",
+         "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "INFO"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    eager = current_app.conf.task_always_eager
+    current_app.conf.task_always_eager = False  # this process sends to the broker like the web server does
+    try:
+        yield worker, log
+    finally:
+        current_app.conf.task_always_eager = eager
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+        log.close()
+
+
+def test_ranking_run_executes_on_a_real_worker_from_the_gpu_queue(celery_worker_process):
+    worker, log = celery_worker_process
+    dataset, images, captions = ranking_dataset()
+    run = ranking_run_start(dataset=dataset, annotator=annotator_register(name="tfidf", kind="tfidf_pivot"), top_k=4)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if run.status not in (models.RunStatus.QUEUED, models.RunStatus.RUNNING) or worker.poll() is not None:
+            break
+        time.sleep(0.5)
+    log.seek(0)
+    output = log.read()
+    assert run.status == models.RunStatus.SUCCEEDED, f"{run.status} {run.error}\n{output[-3000:]}"
+    assert "workers.tasks.ranking.ranking_run_task" in output and "[queues]" in output and ".> gpu" in output
+    assert run.chunks_done == run.chunks_total == 1 + 2 + 5  # 17 captions in one shard; 8 images and 17 captions by 4
+    assert models.Candidate.objects.filter(run=run, direction="i2t").values("query_id").distinct().count() == len(images)
+    assert models.Candidate.objects.filter(run=run, direction="t2i", rank=1).count() == len(captions) - 1

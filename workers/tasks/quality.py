@@ -1,0 +1,44 @@
+"""Quality-control tasks on the `default` queue: gold scoring, auto-approval, aggregation.
+
+All are idempotent (see the services' docstrings), so they use acks_late: a worker killed mid-task
+leaves the message unacknowledged, the broker redelivers it, and the second run finishes the job or
+finds it done.
+"""
+
+from celery import shared_task
+
+from annotator.services.quality import assignment_score, assignments_auto_approve_due
+
+TASK_OPTIONS = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "time_limit": 300,
+    "soft_time_limit": 270,
+    "autoretry_for": (ConnectionError, TimeoutError),
+    "retry_backoff": True,
+    "max_retries": 5,
+}
+
+
+@shared_task(name="workers.tasks.quality.assignment_score_task", **TASK_OPTIONS)
+def assignment_score_task(assignment_id: int) -> None:
+    """Score one submitted assignment and apply its campaign's decision policy."""
+    assignment_score(assignment_id=assignment_id)
+
+
+@shared_task(name="workers.tasks.quality.assignments_auto_approve_task", **TASK_OPTIONS)
+def assignments_auto_approve_task() -> int:
+    """Beat task: approve unflagged assignments whose auto-approval time has come."""
+    return assignments_auto_approve_due()
+
+
+@shared_task(name="workers.tasks.quality.labels_aggregate_task", **{**TASK_OPTIONS, "time_limit": 3600, "soft_time_limit": 3540})
+def labels_aggregate_task(campaign_id: int, method: str | None = None) -> dict:
+    """Aggregate a campaign's approved answers into Labels (idempotent upsert)."""
+    from annotator.models import Campaign
+    from annotator.services.labels import labels_aggregate
+
+    campaign = Campaign.objects.filter(pk=campaign_id).first()
+    if campaign is None:
+        return {}
+    return labels_aggregate(campaign=campaign, method=method)

@@ -1,0 +1,25 @@
+"""Ranking runs on the `gpu` queue (settings.CELERY_TASK_ROUTES): a thin caller of workers.ranking.pipeline.
+
+The pipeline (and torch) is imported inside the task, so the web process, which imports this module to
+enqueue by name, never loads torch.
+"""
+
+from celery import shared_task
+
+
+@shared_task(
+    name="workers.tasks.ranking.ranking_run_task",
+    # Idempotent and resumable: a run killed mid-way is redelivered and resumes from its last committed chunk.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=12 * 3600,
+    soft_time_limit=12 * 3600 - 120,
+    autoretry_for=(ConnectionError, TimeoutError),
+    retry_backoff=True,
+    max_retries=3,
+)
+def ranking_run_task(run_id: int) -> str:
+    """Execute or resume RankingRun `run_id`; returns its final status (a finished run is left alone)."""
+    from workers.ranking.pipeline import ranking_run_execute
+
+    return ranking_run_execute(run_id)
