@@ -8,12 +8,52 @@ def demo_setup(*, out: OutputWrapper) -> None:
         step(out=out)
 
 
+DEMO_PASSWORD = "vericap-demo"
+DEMO_ACCOUNTS = (("requester", "requester"), ("researcher", "researcher"), ("worker", "worker"))
+
+
 def demo_users(*, out: OutputWrapper) -> None:
-    """Owned by the foundation: requester, researcher and worker logins, printed."""
+    """Create (or repair) the three demo logins, one per role, and print them; no superuser.
+
+    Idempotent: an existing account keeps its row; its role and the demo password are set again.
+    """
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+
+    from annotator.models import Profile, Role
+    from annotator.services.workers import worker_for_user
+
+    users = get_user_model().objects
+    for username, role in DEMO_ACCOUNTS:
+        with transaction.atomic():
+            user, created = users.get_or_create(username=username, defaults={"email": f"{username}@example.org"})
+            if created or not user.check_password(DEMO_PASSWORD):
+                user.set_password(DEMO_PASSWORD)
+                user.save(update_fields=["password"])
+            Profile.objects.update_or_create(user=user, defaults={"role": Role(role)})
+            if role == Role.WORKER:
+                worker_for_user(user=user)
+        out.write(f"login: {username} / {DEMO_PASSWORD} ({Role(role).label.lower()})")
 
 
 def demo_dataset(*, out: OutputWrapper) -> None:
-    """Owned by the foundation issue: import fixtures/demo into the dataset `demo`."""
+    """Import fixtures/demo (real photographs, five captions each) as the dataset `demo`.
+
+    Idempotent through dataset_import: a second run finds every image and caption already there.
+    """
+    from pathlib import Path
+
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+
+    from annotator.services.datasets import dataset_import
+
+    fixtures = Path(settings.BASE_DIR) / "fixtures" / "demo"
+    owner = get_user_model().objects.filter(username="requester").first()
+    dataset = dataset_import(name="demo", captions_path=fixtures / "captions.json",
+                             images_path=fixtures / "images", owner=owner)
+    out.write(f"dataset: `demo` is {dataset.status}: {dataset.images.count()} images, "
+              f"{dataset.captions.count()} captions ({dataset.report.get('images_created', 0)} images new)")
 
 
 def demo_ranking(*, out: OutputWrapper) -> None:

@@ -82,7 +82,7 @@ class SimulationConfig:
     candidates_per_hit: int = 16
     pool_depth: int = 5
     qualification_items: int = 6
-    trusted_gold_misses: int = 1
+    tolerated_gold_misses: int = 1
     extra_assignment_cap: int = 1
     confidence_threshold: float = 0.6
     gold_fail_action: str = "review"
@@ -402,7 +402,7 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
         qualification_cooldown_minutes=60,
     )
     campaign = campaign_build(campaign=campaign)
-    campaign_quality_policy_update(campaign=campaign, actor=owner, trusted_gold_misses=config.trusted_gold_misses)
+    campaign_quality_policy_update(campaign=campaign, actor=owner, tolerated_gold_misses=config.tolerated_gold_misses)
     campaign = campaign_launch(campaign=campaign)
     log(f"campaign {campaign.pk}: {campaign.hits.count()} HITs of {campaign.hit_size} items")
 

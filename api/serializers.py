@@ -236,3 +236,29 @@ class RequiredReasonSerializer(serializers.Serializer):
 
 class ShareSerializer(serializers.Serializer):
     usernames = serializers.ListField(child=serializers.CharField(max_length=150), allow_empty=True, max_length=100)
+
+
+def _campaign_option_fields() -> list[str]:
+    from annotator.services.campaigns import OPTION_FIELDS
+
+    return list(OPTION_FIELDS)
+
+
+class CampaignCreateSerializer(serializers.ModelSerializer):
+    """A draft campaign: the dataset, the succeeded runs to pool, and any options (the rest keep defaults)."""
+
+    dataset = id_field()
+    runs = serializers.ListField(child=id_field(), allow_empty=False, max_length=50)
+
+    class Meta:
+        model = Campaign
+        fields = ["dataset", "runs", *_campaign_option_fields()]
+        extra_kwargs = {name: {"required": False} for name in _campaign_option_fields() if name != "name"}
+
+
+class DatasetImportSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    captions = serializers.FileField(help_text="COCO caption JSON (.json), or .jsonl / .csv of (image path, caption).")
+    images = serializers.FileField(help_text="A zip of the images.")
+    split = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    split_file = serializers.FileField(required=False, help_text="A Karpathy split file; keeps the images of `split`.")

@@ -6,6 +6,8 @@ may too); workers see only their own assignments. Out-of-scope objects are 404s.
 """
 
 import json
+import os
+import tempfile
 
 from django.db.models import Q
 from django.http import FileResponse
@@ -89,14 +91,36 @@ class ScopedViewSet(viewsets.GenericViewSet):
 
 
 class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
-    """A requester's own datasets and their import progress."""
+    """A requester's datasets (their own and unowned ones) and their import progress; import by upload."""
 
     model = Dataset
 
     serializer_class = s.DatasetSerializer
+    parser_classes = [MultiPartParser, FormParser, JSONParser]
 
     def scoped_queryset(self):
-        return _owned(Dataset.objects.all(), self.request.user, "owner").order_by("id")
+        from annotator.selectors.datasets import dataset_list_visible
+
+        return dataset_list_visible(user=self.request.user).order_by("id")
+
+    @extend_schema(request={"multipart/form-data": s.DatasetImportSerializer}, responses={201: s.DatasetSerializer})
+    def create(self, request):
+        """Import (or add to) the dataset `name` from an uploaded captions file and a zip of images.
+
+        The files are kept in a temporary directory for the import's two passes and removed afterwards.
+        """
+        from annotator.services.datasets import dataset_import
+
+        data = _validated(s.DatasetImportSerializer, request.data)
+        with tempfile.TemporaryDirectory(prefix="vericap-upload-") as folder:
+            captions = _save_upload(data["captions"], folder, "captions", (".json", ".jsonl", ".csv"))
+            images = _save_upload(data["images"], folder, "images", (".zip",))
+            split_file = _save_upload(data["split_file"], folder, "split", (".json",)) if "split_file" in data else None
+            dataset = dataset_import(
+                name=data["name"], captions_path=captions, images_path=images, split_path=split_file,
+                split=data["split"] or None, owner=request.user,
+            )
+        return Response(s.DatasetSerializer(dataset).data, status=status.HTTP_201_CREATED)
 
 
 class MachineAnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
@@ -128,16 +152,16 @@ class RankingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     def scoped_queryset(self):
         runs = RankingRun.objects.order_by("id")
         user = self.request.user
-        return runs if user.is_superuser else runs.filter(Q(dataset__owner=user) | Q(created_by=user))
+        if user.is_staff or user.is_superuser:
+            return runs
+        return runs.filter(Q(dataset__owner=user) | Q(dataset__owner__isnull=True) | Q(created_by=user))
 
     @extend_schema(request=s.RankingRunCreateSerializer, responses={201: s.RankingRunSerializer})
     def create(self, request):
         from annotator.services.ranking import ranking_run_start
 
         data = _validated(s.RankingRunCreateSerializer, request.data)
-        dataset = _owned(Dataset.objects.all(), request.user, "owner").filter(pk=data["dataset"]).first()
-        if dataset is None:
-            raise ApplicationError(f"You have no dataset {data['dataset']}.", status=404)
+        dataset = _visible_dataset(request.user, data["dataset"])
         annotator = MachineAnnotator.objects.filter(pk=data["annotator"]).first()
         if annotator is None:
             raise ApplicationError(f"There is no machine annotator {data['annotator']}.", status=404)
@@ -171,6 +195,59 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         else:
             campaigns = _owned(Campaign.objects.all(), user, "owner")
         return campaigns.prefetch_related("shared_with", "runs").order_by("id")
+
+    @extend_schema(request=s.CampaignCreateSerializer, responses={201: s.CampaignSerializer})
+    def create(self, request):
+        """A draft campaign over succeeded ranking runs of one of your datasets."""
+        from annotator.services.campaigns import campaign_create
+
+        data = dict(_validated(s.CampaignCreateSerializer, request.data))
+        dataset = _visible_dataset(request.user, data.pop("dataset"))
+        run_ids = data.pop("runs")
+        runs = list(RankingRun.objects.filter(pk__in=run_ids, dataset=dataset))
+        missing = sorted(set(run_ids) - {run.pk for run in runs})
+        if missing:
+            raise ApplicationError(f"Dataset {dataset.name} has no ranking runs {missing}.", extra={"runs": missing})
+        campaign = campaign_create(owner=request.user, dataset=dataset, runs=runs, **data)
+        return Response(s.CampaignSerializer(campaign).data, status=status.HTTP_201_CREATED)
+
+    def _transition(self, service_name: str):
+        from annotator.services import campaigns as services
+
+        campaign = getattr(services, service_name)(campaign=self.get_object())
+        return Response(s.CampaignSerializer(campaign).data)
+
+    @extend_schema(request=None, responses=s.CampaignSerializer)
+    @action(detail=True, methods=["post"])
+    def build(self, request, pk=None):
+        """Pool the runs, choose gold, pack HITs (draft or built -> built)."""
+        return self._transition("campaign_build")
+
+    @extend_schema(request=None, responses=s.CampaignSerializer)
+    @action(detail=True, methods=["post"])
+    def launch(self, request, pk=None):
+        """built -> live: workers can take its HITs."""
+        return self._transition("campaign_launch")
+
+    @extend_schema(request=None, responses=s.CampaignSerializer)
+    @action(detail=True, methods=["post"])
+    def pause(self, request, pk=None):
+        """live -> paused: no new HITs are handed out."""
+        return self._transition("campaign_pause")
+
+    @extend_schema(request=None, responses=s.CampaignSerializer)
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        """paused -> live."""
+        return self._transition("campaign_resume")
+
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["get"])
+    def statistics(self, request, pk=None):
+        """Proposals, unique pairs, overlap between annotators, HITs, cost, duration and progress."""
+        from annotator.selectors.campaigns import campaign_statistics
+
+        return Response(campaign_statistics(campaign=self.get_object()))
 
     @extend_schema(request=s.ShareSerializer, responses=s.CampaignSerializer)
     @action(detail=True, methods=["post"])
@@ -373,6 +450,25 @@ class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
             method=data.get("method"), variant=data["variant"],
         )
         return Response(self.get_serializer(evaluation).data, status=status.HTTP_201_CREATED)
+
+
+def _visible_dataset(user, dataset_id: int) -> Dataset:
+    from annotator.selectors.datasets import dataset_get_visible
+
+    return dataset_get_visible(user=user, dataset_id=dataset_id)
+
+
+def _save_upload(upload, folder: str, stem: str, suffixes: tuple[str, ...]) -> str:
+    """Copy an upload into `folder` under a safe name that keeps its (allowed) file extension."""
+    name = (upload.name or "").lower()
+    suffix = next((suffix for suffix in sorted(suffixes, key=len, reverse=True) if name.endswith(suffix)), None)
+    if suffix is None:
+        raise ApplicationError(f"The {stem} file must end with one of: {', '.join(suffixes)}.")
+    path = os.path.join(folder, stem + suffix)
+    with open(path, "wb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+    return path
 
 
 def _json_text(value) -> str:

@@ -149,6 +149,8 @@ IMPORT_MAX_IMAGE_PIXELS = env.int("IMPORT_MAX_IMAGE_PIXELS", default=64_000_000)
 IMPORT_MAX_IMAGE_BYTES = env.int("IMPORT_MAX_IMAGE_BYTES", default=25 * 1024 * 1024)
 IMPORT_ALLOWED_FORMATS = env.list("IMPORT_ALLOWED_FORMATS", default=["JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF"])
 THUMBNAIL_SIZE = env.int("THUMBNAIL_SIZE", default=384)
+# Threads that read, check, thumbnail and store image files during an import (I/O bound: S3 round trips).
+IMPORT_THREADS = env.int("IMPORT_THREADS", default=4)
 
 # Where ranking runs cache embeddings (through the storage API) and which device they use.
 RANKING_DEVICE = env.str("RANKING_DEVICE", default="auto")
@@ -176,6 +178,9 @@ QUALITY_SPAMMER_PRIOR = env.float("QUALITY_SPAMMER_PRIOR", default=0.2)
 QUALITY_SOFT_BLOCK_POSTERIOR = env.float("QUALITY_SOFT_BLOCK_POSTERIOR", default=0.95)
 QUALITY_TRUSTED_MIN_GOLD = env.int("QUALITY_TRUSTED_MIN_GOLD", default=6)
 QUALITY_TRUSTED_MAX_POSTERIOR = env.float("QUALITY_TRUSTED_MAX_POSTERIOR", default=0.05)
+QUALITY_PEER_MIN_ITEMS = env.int("QUALITY_PEER_MIN_ITEMS", default=8)
+QUALITY_PEER_AGREEMENT_MIN = env.float("QUALITY_PEER_AGREEMENT_MIN", default=0.7)
+QUALITY_PEER_AGREEMENT_EXCUSE = env.float("QUALITY_PEER_AGREEMENT_EXCUSE", default=0.8)
 CELERY_BEAT_SCHEDULE["quality-auto-approve"] = {
     "task": "workers.tasks.quality.assignments_auto_approve_task",
     "schedule": env.float("QUALITY_AUTO_APPROVE_EVERY_SECONDS", default=300.0),
@@ -183,6 +188,10 @@ CELERY_BEAT_SCHEDULE["quality-auto-approve"] = {
 
 # Crowd workers (issue 5, docs/workers.md): sign-up invite code (empty = open) and the lease-expiry beat.
 SIGNUP_INVITE_CODE = env.str("SIGNUP_INVITE_CODE", default="")
+# MTurk shows our pages in a cross-site iframe: production behind https sets both to "None" (with Secure cookies).
+MTURK_SANDBOX = env.bool("MTURK_SANDBOX", default=True)
+SESSION_COOKIE_SAMESITE = env.str("SESSION_COOKIE_SAMESITE", default="Lax")
+CSRF_COOKIE_SAMESITE = env.str("CSRF_COOKIE_SAMESITE", default="Lax")
 CELERY_BEAT_SCHEDULE["leases-expire"] = {
     "task": "workers.tasks.leases.assignments_expire_task",
     "schedule": env.float("LEASES_EXPIRE_EVERY_SECONDS", default=60.0),

@@ -43,3 +43,21 @@ def same_answer_throughout(*, values: list, min_items: int = 4) -> bool:
     """The same answer to every item of a HIT (gold items included, so it cannot be honest work)."""
     present = [value for value in values if value not in ("", None)]
     return len(present) >= min_items and len(present) == len(values) and len(set(present)) == 1
+
+
+def peer_agreement(*, own: dict, peers: dict) -> tuple[int, int]:
+    """How many of a worker's positive/negative verdicts agree with the other workers' majority.
+
+    `own` maps pair -> bool (positive), `peers` maps pair -> list of the other workers' bools. Pairs
+    without peers, or where the peers are split evenly, are not compared. Returns (agreeing, compared).
+    """
+    agreeing = compared = 0
+    for pair, verdict in own.items():
+        votes = peers.get(pair) or []
+        positive = sum(1 for vote in votes if vote)
+        negative = len(votes) - positive
+        if positive == negative:
+            continue
+        compared += 1
+        agreeing += int(verdict == (positive > negative))
+    return agreeing, compared

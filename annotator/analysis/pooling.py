@@ -91,9 +91,9 @@ class CandidateRows:
         if len(rows) == 0:
             empty = np.empty(0, dtype=np.int64)
             return cls(empty, empty, empty, empty, np.empty(0, dtype=np.float64))
-        ints = np.array([row[:4] for row in rows], dtype=np.int64)
-        scores = np.array([row[4] for row in rows], dtype=np.float64)
-        return cls(ints[:, 0], ints[:, 1], ints[:, 2], ints[:, 3], scores)
+        table = np.array(rows, dtype=np.float64)  # ids are far below 2**53, so they survive the float
+        ints = table[:, :4].astype(np.int64)
+        return cls(ints[:, 0].copy(), ints[:, 1].copy(), ints[:, 2].copy(), ints[:, 3].copy(), table[:, 4].copy())
 
     def __len__(self) -> int:
         return len(self.run)

@@ -83,8 +83,9 @@ class Campaign(models.Model):
     min_seconds_per_item = models.FloatField(default=1.0)
     confidence_threshold = models.FloatField(default=0.7)
     extra_assignment_cap = models.PositiveIntegerField(default=0)  # extra answers a low-confidence pair may get
-    # Gold misses per HIT tolerated from a worker with an established gold record (0 = ECCV: any miss -> review).
-    trusted_gold_misses = models.PositiveIntegerField(default=0)
+    # Gold misses per HIT forgiven when the worker's gold record or the other workers' answers vouch for the
+    # work (0 = ECCV Caption: any miss goes to review). Set on the quality page (annotator/views/review.py).
+    tolerated_gold_misses = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     built_at = models.DateTimeField(null=True, blank=True)
     launched_at = models.DateTimeField(null=True, blank=True)

@@ -231,10 +231,15 @@ def assignment_claim_external(
 
 
 def _lock_own_assignment(*, assignment: Assignment, worker: Worker) -> Assignment:
-    locked = Assignment.objects.select_for_update().filter(pk=assignment.pk).first()
+    queryset = Assignment.objects.filter(pk=assignment.pk)
+    if connection.features.has_select_for_update_of:
+        # Lock only the assignment row; the HIT and campaign come along in the same query.
+        queryset = queryset.select_related("hit__campaign").select_for_update(of=("self",))
+    else:
+        queryset = queryset.select_for_update()
+    locked = queryset.first()
     if locked is None or locked.worker_id != worker.pk:
         raise ApplicationError("No such assignment.", status=404)
-    locked.hit = Hit.objects.select_related("campaign").get(pk=locked.hit_id)
     return locked
 
 

@@ -9,6 +9,7 @@ same campaign options and runs build the same pairs, HITs, items and positions.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import time
 from collections import defaultdict
@@ -16,7 +17,7 @@ from itertools import combinations
 
 import numpy as np
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -218,16 +219,22 @@ def _load_query_universe(*, run_ids: list[int], direction: str) -> np.ndarray:
 
 
 def _load_rows(*, run_ids: list[int], direction: str, max_rank: int, queries: np.ndarray | None) -> CandidateRows:
-    """Candidate rows of `direction` with rank <= max_rank, for `queries` (None: every query)."""
+    """Candidate rows of `direction` with rank <= max_rank, for `queries` (None: every query).
+
+    Read with a plain cursor (the rows go straight into numpy), in chunks of queries.
+    """
     base = Candidate.objects.filter(run_id__in=run_ids, direction=direction, rank__lte=max_rank).order_by()
     fields = ("run_id", "query_id", "target_id", "rank", "score")
-    if queries is None:
-        rows = list(base.values_list(*fields))
-    else:
-        rows = []
+    querysets = [base]
+    if queries is not None:
         query_list = [int(q) for q in queries]
-        for start in range(0, len(query_list), 900):
-            rows.extend(base.filter(query_id__in=query_list[start : start + 900]).values_list(*fields))
+        querysets = [base.filter(query_id__in=query_list[i : i + 900]) for i in range(0, len(query_list), 900)]
+    rows = []
+    with connection.cursor() as cursor:
+        for queryset in querysets:
+            sql, params = queryset.values_list(*fields).query.sql_with_params()
+            cursor.execute(sql, params)
+            rows.extend(cursor.fetchall())
     return CandidateRows.from_rows(rows)
 
 
@@ -376,10 +383,14 @@ def _extend(
     planned = []
     for stage in stages:
         direction, queries = stage["direction"], np.asarray(stage["queries"], dtype=np.int64)
-        pool_rows = _load_rows(run_ids=pool_run_ids, direction=direction, max_rank=campaign.pool_depth, queries=queries)
-        _check_ids(rows=pool_rows, direction=direction, index=index)
+        rows = _load_rows(run_ids=all_run_ids, direction=direction, max_rank=max_rank, queries=queries)
+        _check_ids(rows=rows, direction=direction, index=index)
+        pool_rows = rows.select(np.isin(rows.run, np.asarray(pool_run_ids, dtype=np.int64)))
         pool = pool_candidates(pool_rows, direction=direction, query_order=queries, depth=campaign.pool_depth)
-        planned.append((stage, pool))
+        excluded = np.empty(0, dtype=np.int64)
+        if campaign.gold_negatives_per_hit:
+            excluded = exclusion_keys(rows, direction=direction, depth=campaign.gold_exclusion_depth)
+        planned.append((stage, pool, excluded))
         candidate_keys.update(pool.keys.tolist())
 
     new_pair_keys: list[int] = []
@@ -387,7 +398,7 @@ def _extend(
     sources = []  # (key, run, direction, rank, score)
     hits_plan = []  # (direction, items)
     report = []
-    for stage_no, (stage, pool) in enumerate(planned):
+    for stage_no, (stage, pool, excluded) in enumerate(planned):
         direction = stage["direction"]
         queries = np.asarray(stage["queries"], dtype=np.int64)
         rng = _stage_rng(campaign, 2, stage_no, salt)
@@ -404,12 +415,6 @@ def _extend(
         if len(fresh_keys) == 0:
             report.append({"direction": direction, "proposals": pool.proposals, "new_pairs": 0, "hits": 0})
             continue
-        excluded = np.empty(0, dtype=np.int64)
-        if campaign.gold_negatives_per_hit:
-            excl_rows = _load_rows(
-                run_ids=all_run_ids, direction=direction, max_rank=campaign.gold_exclusion_depth, queries=queries
-            )
-            excluded = exclusion_keys(excl_rows, direction=direction, depth=campaign.gold_exclusion_depth)
         originals = _originals(direction=direction, index=index)
         picker = GoldPicker(
             rng=rng,
@@ -452,33 +457,37 @@ def _extend(
     # Pairs, in a stable order, then their sources, HITs and items.
     key_array = np.array(new_pair_keys, dtype=np.int64)
     fields = _pair_fields(kind=kind, keys=key_array, index=index)
-    pair_objects = [
-        Pair(campaign=campaign, kind=kind, direction=new_pair_meta[key][0], query_id=new_pair_meta[key][1], **f)
+    pair_rows = [
+        {"campaign_id": campaign.pk, "kind": kind, "direction": new_pair_meta[key][0],
+         "query_id": new_pair_meta[key][1], **f}
         for key, f in zip(new_pair_keys, fields, strict=True)
     ]
-    for start in range(0, len(pair_objects), BATCH_SIZE):
-        Pair.objects.bulk_create(pair_objects[start : start + BATCH_SIZE])
     pair_id = dict(existing)
-    pair_id.update({key: obj.pk for key, obj in zip(new_pair_keys, pair_objects, strict=True)})
-    PairSource.objects.bulk_create(
-        [
-            PairSource(pair_id=pair_id[key], run_id=run, direction=direction, rank=rank, score=score)
-            for key, run, direction, rank, score in sources
-        ],
-        batch_size=BATCH_SIZE,
-        ignore_conflicts=bool(existing),
-    )
-    hit_objects = [
-        Hit(campaign=campaign, index=next_index + i, stage=direction, assignments_required=campaign.redundancy)
+    pair_id.update(zip(new_pair_keys, _insert_rows(Pair, pair_rows), strict=True))
+    source_rows = [
+        {"pair_id": pair_id[key], "run_id": run, "direction": direction, "rank": rank, "score": score}
+        for key, run, direction, rank, score in sources
+    ]
+    if existing:  # pairs already there may have this run's provenance from before
+        PairSource.objects.bulk_create(
+            [PairSource(**row) for row in source_rows], batch_size=BATCH_SIZE, ignore_conflicts=True
+        )
+    else:
+        _insert_rows(PairSource, source_rows, ids=False)
+    now = timezone.now()
+    hit_rows = [
+        {"campaign_id": campaign.pk, "index": next_index + i, "stage": direction,
+         "assignments_required": campaign.redundancy, "created_at": now}
         for i, (direction, _items) in enumerate(hits_plan)
     ]
-    Hit.objects.bulk_create(hit_objects, batch_size=BATCH_SIZE)
-    item_objects = [
-        HitItem(hit=hit, position=position, pair_id=pair_id[key], role=role)
-        for hit, (_direction, items) in zip(hit_objects, hits_plan, strict=True)
+    hit_ids = _insert_rows(Hit, hit_rows)
+    item_rows = [
+        {"hit_id": hit_id, "position": position, "pair_id": pair_id[key], "role": role}
+        for hit_id, (_direction, items) in zip(hit_ids, hits_plan, strict=True)
         for position, (key, role, _query) in enumerate(items, start=1)
     ]
-    HitItem.objects.bulk_create(item_objects, batch_size=BATCH_SIZE)
+    _insert_rows(HitItem, item_rows, ids=False)
+    hit_objects = hit_ids
     return {"stages": report, "new_pairs": len(new_pair_keys), "new_hits": len(hit_objects)}
 
 
@@ -486,6 +495,73 @@ def _existing_keys_with_role(campaign: Campaign, existing: dict[int, int], *, ro
     key_of = {pk: key for key, pk in existing.items()}
     ids = HitItem.objects.filter(hit__campaign=campaign, role__in=roles).values_list("pair_id", flat=True).distinct()
     return [key_of[pk] for pk in ids if pk in key_of]
+
+
+# ---------------------------------------------------------------------------------------------- bulk writes
+
+
+def _column_defaults(model) -> dict:
+    """Values for the model's columns a row does not give: each field's default, `now` for auto dates."""
+    defaults = {}
+    now = timezone.now()
+    for field in model._meta.concrete_fields:
+        if field.primary_key:
+            continue
+        if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+            defaults[field.attname] = now
+        else:
+            defaults[field.attname] = field.get_default()  # "" for a blank CharField, None for a nullable one
+    return defaults
+
+
+def _copy_value(value) -> str:
+    if value is None:
+        return "\\N"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, (dict, list)):
+        value = json.dumps(value)
+    elif hasattr(value, "isoformat"):
+        value = value.isoformat()
+    text = str(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _insert_rows(model, rows: list[dict], *, ids: bool = True) -> list[int]:
+    """Insert `rows` (attname -> value) and return their new primary keys in order when `ids`.
+
+    On PostgreSQL the ids are drawn from the table's sequence and the rows go in with COPY, which is an
+    order of magnitude faster than bulk_create at ECCV sizes (tens of thousands of rows); elsewhere
+    (SQLite, the embedded default) this is bulk_create in batches.
+    """
+    if not rows:
+        return []
+    if connection.vendor != "postgresql":
+        objects = [model(**row) for row in rows]
+        for start in range(0, len(objects), BATCH_SIZE):
+            model.objects.bulk_create(objects[start : start + BATCH_SIZE])
+        return [obj.pk for obj in objects]
+    table = model._meta.db_table
+    pk_column = model._meta.pk.column
+    defaults = _column_defaults(model)
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    columns = [f.attname for f in fields]
+    db_columns = [f.column for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [table, pk_column, len(rows)],
+        )
+        new_ids = [row[0] for row in cursor.fetchall()]
+        buffer = io.StringIO()
+        for pk, row in zip(new_ids, rows, strict=True):
+            values = [pk] + [row[name] if name in row else defaults[name] for name in columns]
+            buffer.write("\t".join(_copy_value(v) for v in values))
+            buffer.write("\n")
+        buffer.seek(0)
+        quoted = ", ".join(connection.ops.quote_name(c) for c in [pk_column, *db_columns])
+        cursor.cursor.copy_expert(f"COPY {connection.ops.quote_name(table)} ({quoted}) FROM STDIN", buffer)
+    return new_ids if ids else []
 
 
 # ---------------------------------------------------------------------------------------------- build

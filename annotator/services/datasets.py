@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 from array import array
+from concurrent.futures import ThreadPoolExecutor, wait
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
@@ -40,6 +42,7 @@ from annotator.models.state import check_transition
 logger = logging.getLogger(__name__)
 
 IMAGE_BATCH = 500
+PARALLEL_FILES = 32
 CAPTION_BATCH = 2000
 MAX_LISTED_ERRORS = 10_000  # past this the report says how many more; such a file is in the wrong format
 MAX_LISTED_DUPLICATES = 1_000
@@ -104,7 +107,7 @@ def _check_paths(captions_path: Path, images_path: Path, split_path: Path | None
 
 
 def _validate(*, dataset: Dataset, reader, images, split_filter: SplitFilter | None, offenders: _Offenders,
-              progress: Progress | None) -> _Plan:
+              progress: Progress | None, pool: ThreadPoolExecutor) -> _Plan:
     """First streaming pass: read every record and every image file, write nothing.
 
     Keeps only ids (and the first image id per content hash) in memory, so memory grows with the number
@@ -116,35 +119,39 @@ def _validate(*, dataset: Dataset, reader, images, split_filter: SplitFilter | N
     first_by_hash: dict[bytes, str] = {}
     checked = 0
 
+    def inspect(record: ImageRecord, known_digest: str | None) -> tuple[str | None, str | None]:
+        """(digest, problem) for one file; runs in a pool thread, so it touches no database."""
+        key = images.locate(record.file_name)
+        if key is None:
+            return None, f"file {record.file_name!r} not found in {images.label}"
+        try:
+            data = read_checked_bytes(images, key)
+            digest = sha256(data)
+            if known_digest is not None:  # imported before: only the bytes need to be the same
+                if known_digest != digest:
+                    return None, "was imported before with a different file (import it under a new dataset name)"
+                return digest, None
+            check_image(data)
+        except ImageProblem as problem:
+            return None, f"file {record.file_name!r} {problem}"
+        return digest, None
+
     def check_batch(batch: list[ImageRecord]) -> None:
         nonlocal checked
         existing = dict(
             Image.objects.filter(dataset=dataset, source_id__in=[r.source_id for r in batch])
             .values_list("source_id", "content_hash")
         )
+        results = _parallel(pool, inspect, [(r, existing.get(r.source_id)) for r in batch])
         hashes: dict[str, str] = {}
-        for record in batch:
-            key = images.locate(record.file_name)
-            if key is None:
-                offenders.add("image", record.source_id, record.where,
-                              f"file {record.file_name!r} not found in {images.label}")
-                continue
-            try:
-                data = read_checked_bytes(images, key)
-                digest = sha256(data)
-                if record.source_id in existing:
-                    if existing[record.source_id] != digest:
-                        offenders.add("image", record.source_id, record.where,
-                                      "was imported before with a different file (import it under a new dataset name)")
-                        continue
-                    plan.images_unchanged += 1
-                    continue
-                check_image(data)
-            except ImageProblem as problem:
-                offenders.add("image", record.source_id, record.where, f"file {record.file_name!r} {problem}")
-                continue
-            plan.images_new += 1
-            hashes[record.source_id] = digest
+        for record, (digest, problem) in zip(batch, results):
+            if problem is not None:
+                offenders.add("image", record.source_id, record.where, problem)
+            elif record.source_id in existing:
+                plan.images_unchanged += 1
+            else:
+                plan.images_new += 1
+                hashes[record.source_id] = digest
         known = dict(
             Image.objects.filter(dataset=dataset, content_hash__in=set(hashes.values()))
             .values_list("content_hash", "source_id")
@@ -229,6 +236,14 @@ def _validate(*, dataset: Dataset, reader, images, split_filter: SplitFilter | N
     return plan
 
 
+def _parallel(pool: ThreadPoolExecutor, function, argument_tuples: list[tuple]) -> list:
+    """`function(*args)` for each tuple on the pool, results in order. Waits for every call before
+    raising the first error, so no file is still being written while a failed import cleans up."""
+    futures = [pool.submit(function, *args) for args in argument_tuples]
+    wait(futures)
+    return [future.result() for future in futures]
+
+
 def _store(name: str, data: bytes, written: list[str]) -> str:
     stored = default_storage.save(name, ContentFile(data))
     written.append(stored)
@@ -236,12 +251,28 @@ def _store(name: str, data: bytes, written: list[str]) -> str:
 
 
 def _write_images(*, dataset: Dataset, reader, images, split_filter: SplitFilter | None, created: array,
-                  written: list[str], progress: Progress | None, total: int) -> int:
+                  written: list[str], progress: Progress | None, total: int, pool: ThreadPoolExecutor) -> int:
     done = 0
     records = (
         r for r in reader.iter_images()
         if isinstance(r, ImageRecord) and (split_filter is None or split_filter.keeps(r))
     )
+
+    def prepare(record: ImageRecord):
+        """Read, hash and thumbnail one file (in a pool thread: no database here)."""
+        key = images.locate(record.file_name)
+        if key is None:
+            raise ImageProblem(f"image {record.source_id}: file {record.file_name!r} disappeared during the import")
+        data = read_checked_bytes(images, key)
+        checked, thumb = make_thumbnail(data)
+        return data, sha256(data), checked, thumb
+
+    def store(item) -> tuple[str, str]:
+        data, digest, checked, thumb = item
+        base = f"{dataset.pk}/{digest[:2]}/{digest}"
+        return (_store(f"images/{base}{EXTENSIONS.get(checked.format, '.img')}", data, written),
+                _store(f"thumbnails/{base}.jpg", thumb, written))
+
     for batch in _batches(records, IMAGE_BATCH):
         existing = set(
             Image.objects.filter(dataset=dataset, source_id__in=[r.source_id for r in batch])
@@ -249,32 +280,26 @@ def _write_images(*, dataset: Dataset, reader, images, split_filter: SplitFilter
         )
         fresh = [r for r in batch if r.source_id not in existing]
         rows: list[Image] = []
-        prepared = []
-        for record in fresh:
-            key = images.locate(record.file_name)
-            if key is None:
-                raise ImageProblem(f"image {record.source_id}: file {record.file_name!r} disappeared during the import")
-            data = read_checked_bytes(images, key)
-            prepared.append((record, data, sha256(data)))
-        stored = {
-            content_hash: (file, thumbnail)
-            for content_hash, file, thumbnail in Image.objects.filter(
-                dataset=dataset, content_hash__in={digest for _r, _d, digest in prepared}
-            ).values_list("content_hash", "file", "thumbnail")
-        }
-        for record, data, digest in prepared:
-            checked, thumb = make_thumbnail(data)
-            if digest not in stored:  # a duplicate file shares the stored copy of the first one
-                base = f"{dataset.pk}/{digest[:2]}/{digest}"
-                stored[digest] = (
-                    _store(f"images/{base}{EXTENSIONS.get(checked.format, '.img')}", data, written),
-                    _store(f"thumbnails/{base}.jpg", thumb, written),
-                )
-            file, thumbnail = stored[digest]
-            rows.append(Image(
-                dataset=dataset, source_id=record.source_id, file_name=record.file_name[:500], file=file,
-                thumbnail=thumbnail, content_hash=digest, width=checked.width, height=checked.height,
-            ))
+        stored: dict[str, tuple[str, str]] = {}  # content hash -> (file, thumbnail) for this batch
+        # Files are handled PARALLEL_FILES at a time: their bytes are the only thing held in memory.
+        for chunk in _batches(fresh, PARALLEL_FILES):
+            prepared = _parallel(pool, prepare, [(record,) for record in chunk])
+            digests = {item[1] for item in prepared} - set(stored)
+            stored.update(
+                (content_hash, (file, thumbnail))
+                for content_hash, file, thumbnail in Image.objects.filter(
+                    dataset=dataset, content_hash__in=digests
+                ).values_list("content_hash", "file", "thumbnail")
+            )
+            new = {item[1]: item for item in prepared if item[1] not in stored}  # a duplicate shares one copy
+            for content_hash, names in zip(new, _parallel(pool, store, [(item,) for item in new.values()])):
+                stored[content_hash] = names
+            for record, (_data, digest, checked, _thumb) in zip(chunk, prepared):
+                file, thumbnail = stored[digest]
+                rows.append(Image(
+                    dataset=dataset, source_id=record.source_id, file_name=record.file_name[:500], file=file,
+                    thumbnail=thumbnail, content_hash=digest, width=checked.width, height=checked.height,
+                ))
         with transaction.atomic():
             for row in Image.objects.bulk_create(rows):
                 created.append(row.pk)
@@ -412,13 +437,14 @@ def dataset_import(*, name: str, captions_path: str | Path, images_path: str | P
               "split_file": str(split_path) if split_path else None, "split": list(splits)}
     failed_status = DatasetStatus.READY if previous == DatasetStatus.READY else DatasetStatus.FAILED
     images = None
+    pool = ThreadPoolExecutor(max_workers=max(1, settings.IMPORT_THREADS), thread_name_prefix="dataset-import")
     try:
         try:
             reader = caption_file_for(captions_path)
             images = open_images(images_path)
             split_filter = read_split(split_path, splits) if split_path else None
             plan = _validate(dataset=dataset, reader=reader, images=images, split_filter=split_filter,
-                             offenders=offenders, progress=progress)
+                             offenders=offenders, progress=progress, pool=pool)
         except MalformedFile as exc:
             offenders.add("file", None, exc.path.name, exc.message)
         except ImageProblem as exc:
@@ -442,7 +468,8 @@ def dataset_import(*, name: str, captions_path: str | Path, images_path: str | P
         created_images, created_captions, written = array("q"), array("q"), []
         try:
             _write_images(dataset=dataset, reader=reader, images=images, split_filter=split_filter,
-                          created=created_images, written=written, progress=progress, total=images_total)
+                          created=created_images, written=written, progress=progress, total=images_total,
+                          pool=pool)
             _write_captions(dataset=dataset, reader=reader, created=created_captions, progress=progress,
                             total=captions_total)
         except BaseException as exc:
@@ -457,6 +484,7 @@ def dataset_import(*, name: str, captions_path: str | Path, images_path: str | P
                                        extra={"errors": [detail]}) from exc
             raise
     finally:
+        pool.shutdown(wait=True)
         if images is not None:
             images.close()
 

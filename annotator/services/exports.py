@@ -5,9 +5,9 @@ PostgreSQL) in chunks and are written as they arrive, grouped in SQL order, so m
 number of labels. Files go to a temporary file first and then to the default storage (local disk or S3),
 which uploads from the file without reading it into memory.
 
-Which queries an ECCV map has: a pair proposed in the image-to-caption stage (`Pair.direction == "i2t"`)
-makes its image an i2t query, one of the caption-to-image stage makes its caption a t2i query; a pair
-without a recorded stage (imported, hand-made) counts for both. The positives of a query are all positive
+Which queries an ECCV map has: a pair asked in the image-to-caption stage (`Pair.direction == "i2t"`) or
+proposed by an i2t ranking (a PairSource in i2t) makes its image an i2t query; likewise t2i makes its
+caption a t2i query; a pair without a recorded stage (imported, hand-made) counts for both. The positives of a query are all positive
 labelled pairs of that query in the campaign, whatever stage proposed them, plus (on request) the
 dataset's original pairs. Queries without any positive are left out: R-Precision and mAP@R cannot score them.
 """
@@ -101,7 +101,8 @@ def _eccv_sql(*, direction: str, variant: str, merge_original: bool) -> tuple[st
     query_model, target_model = (Image, Caption) if direction == "i2t" else (Caption, Image)
     queries = (
         f"SELECT q.{query_col} FROM {_t(Pair)} q WHERE q.campaign_id = %s AND q.kind = 'image_caption' "
-        f"AND q.direction IN ('{direction}', '')"
+        f"AND (q.direction IN ('{direction}', '') OR EXISTS (SELECT 1 FROM {_t(PairSource)} qs "
+        f"WHERE qs.pair_id = q.id AND qs.direction = '{direction}'))"
     )
     verified = (
         f"SELECT p.{query_col} AS qpk, qm.source_id AS qsrc, tm.source_id AS tsrc "
@@ -542,10 +543,13 @@ def _produce_copy_rows(chunks: queue.Queue, failed: threading.Event, *, campaign
 def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, table: str) -> dict:
     """Write the campaign's labels into `table` of the database at `dsn`, creating it if needed.
 
-    COPY into a temporary table, then one INSERT ... ON CONFLICT (campaign_id, pair_id, method) DO UPDATE
-    and a DELETE of this campaign's rows that no longer exist, all in one transaction of the target: re-running
-    updates rather than duplicates, and a failed run leaves the table as it was. Rows stream through a
-    bounded queue between the two connections, so memory does not grow with the number of labels.
+    The first export of a campaign's labels is a plain COPY into the table. Later ones COPY into a temporary
+    table, then one INSERT ... ON CONFLICT (campaign_id, pair_id, method) DO UPDATE (rows that did not change
+    are not rewritten) and a DELETE of this campaign's rows that no longer exist, all in one transaction of
+    the target: re-running updates rather than duplicates, and a failed run leaves the table as it was.
+    Takes LOCK TABLE ... IN SHARE ROW EXCLUSIVE MODE on the target table, so concurrent exports into one
+    table run one after the other. Rows stream through a bounded queue between the two connections, so
+    memory does not grow with the number of labels.
     """
     import psycopg2
     from psycopg2 import sql as pgsql
@@ -579,6 +583,21 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                         key,
                     )
                 )
+                # One export into a table at a time (a second waits), so the empty check below stays true.
+                cursor.execute(pgsql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(identifier))
+                cursor.execute(
+                    pgsql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE campaign_id = %s AND method = %s)").format(identifier),
+                    [campaign.pk, method],
+                )
+                if not cursor.fetchone()[0]:
+                    # First export of these labels: a plain COPY straight into the table.
+                    cursor.copy_expert(
+                        pgsql.SQL("COPY {} ({}) FROM STDIN").format(identifier, columns).as_string(target),
+                        _ChunkReader(chunks), size=1 << 18,
+                    )
+                    outcome["upserted"], outcome["deleted"] = cursor.rowcount, 0
+                    target.commit()
+                    return
                 cursor.execute(
                     pgsql.SQL("CREATE TEMP TABLE vericap_labels_in ({}) ON COMMIT DROP").format(
                         pgsql.SQL(", ").join(
@@ -589,8 +608,13 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                 cursor.copy_expert("COPY vericap_labels_in FROM STDIN", _ChunkReader(chunks), size=1 << 18)
                 cursor.execute(
                     pgsql.SQL(
-                        "INSERT INTO {t} ({c}) SELECT {c} FROM vericap_labels_in ON CONFLICT ({k}) DO UPDATE SET {u}"
-                    ).format(t=identifier, c=columns, k=key, u=updates)
+                        "INSERT INTO {t} AS t ({c}) SELECT {c} FROM vericap_labels_in ON CONFLICT ({k}) DO UPDATE SET {u} "
+                        "WHERE ({tc}) IS DISTINCT FROM ({ec})"  # unchanged rows are not rewritten
+                    ).format(
+                        t=identifier, c=columns, k=key, u=updates,
+                        tc=pgsql.SQL(", ").join(pgsql.SQL("t.{}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS),
+                        ec=pgsql.SQL(", ").join(pgsql.SQL("EXCLUDED.{}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS),
+                    )
                 )
                 outcome["upserted"] = cursor.rowcount
                 cursor.execute(

@@ -10,11 +10,18 @@ import logging
 from dataclasses import replace
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.analysis.gold import gold_choice_right, gold_score_right, same_answer_throughout, too_fast
+from annotator.analysis.gold import (
+    gold_choice_right,
+    gold_score_right,
+    peer_agreement,
+    same_answer_throughout,
+    too_fast,
+)
 from annotator.analysis.trust import is_trusted
 from annotator.errors import ApplicationError
 from annotator.models import (
@@ -43,11 +50,13 @@ FLAG_GOLD_FAILED = "gold_failed"
 FLAG_TOO_FAST = "too_fast"
 FLAG_SAME_ANSWER = "same_answer"
 FLAG_LOW_TRUST = "low_trust"
+FLAG_PEER_DISAGREEMENT = "disagrees_with_peers"
 FLAG_LABELS = {
     FLAG_GOLD_FAILED: "a gold item answered wrong",
     FLAG_TOO_FAST: "implausibly fast",
     FLAG_SAME_ANSWER: "the same answer throughout",
-    FLAG_LOW_TRUST: "the worker's gold accuracy is too low",
+    FLAG_LOW_TRUST: "the worker's gold record looks like guessing",
+    FLAG_PEER_DISAGREEMENT: "disagrees with the other workers on most pairs",
 }
 
 
@@ -205,11 +214,14 @@ def _gold_outcome(*, assignment: Assignment, campaign) -> tuple[int, int, list[A
 def assignment_score(*, assignment_id: int) -> Assignment | None:
     """Score a submitted assignment against its gold items and apply the campaign's decision policy.
 
-    Policy: all gold right (or at most campaign.trusted_gold_misses wrong from a worker whose gold record
-    is established, see QUALITY_TRUSTED_*) and nothing suspicious => auto-approve at now + auto_approve_hours (at once
+    Policy: all gold right and nothing suspicious => auto-approve at now + auto_approve_hours (at once
     when that is 0) unless a requester acts first; a gold item wrong => the review queue, or rejected
     when the campaign's gold_fail_action is "reject"; implausibly fast (median seconds per item below
     min_seconds_per_item) or the same answer throughout => the review queue.
+    Tolerance (campaign.tolerated_gold_misses, default 0 = ECCV Caption): up to that many gold misses are
+    forgiven when the worker's gold record, this HIT included, is trusted (QUALITY_TRUSTED_*); otherwise
+    the assignment waits for auto-approval, where the other workers' answers decide (see
+    assignments_auto_approve_due). With auto_approve_hours = 0 there is no such wait: it goes to review.
 
     Locks the Assignment row (SELECT ... FOR UPDATE), then the Worker row. Idempotent: `scored_at` is
     set in the same transaction, so a second call (a redelivered task after a worker was killed) finds
@@ -238,11 +250,13 @@ def assignment_score(*, assignment_id: int) -> Assignment | None:
         if same_answer_throughout(values=values):
             flags.append(FLAG_SAME_ANSWER)
 
-        if 0 < total - correct <= campaign.trusted_gold_misses:
+        if 0 < total - correct <= campaign.tolerated_gold_misses:
             record = worker_trust(worker=Worker.objects.get(pk=assignment.worker_id))
             record = replace(record, gold_correct=record.gold_correct + correct, gold_total=record.gold_total + total)
-            if is_trusted(record, trust_policy()):
-                flags.remove(FLAG_GOLD_FAILED)  # an established record, this HIT included, absorbs a slip
+            if is_trusted(record, trust_policy()) or campaign.auto_approve_hours > 0:
+                # Trusted: an established record absorbs a slip. Otherwise the peers decide before the
+                # auto-approval (assignments_auto_approve_due), when their answers are in.
+                flags.remove(FLAG_GOLD_FAILED)
 
         now = timezone.now()
         assignment.gold_correct, assignment.gold_total = correct, total
@@ -270,11 +284,74 @@ def assignment_score(*, assignment_id: int) -> Assignment | None:
         return assignment
 
 
+def _verdict(answer_choice: str, answer_score, scale: str) -> bool | None:
+    if scale == Scale.SIMILARITY:
+        return None if answer_score is None else answer_score >= 3.0
+    return None if not answer_choice else answer_choice in ("yes", "partially_yes")
+
+
+def assignment_peer_agreement(*, assignment: Assignment) -> tuple[int, int]:
+    """(agreeing, compared): the assignment's candidate verdicts against the majority of the other
+    workers' submitted or approved answers to the same pairs in the campaign. A read; no locks."""
+    campaign = assignment.hit.campaign
+    pair_of_item = dict(
+        HitItem.objects.filter(hit_id=assignment.hit_id, role=ItemRole.CANDIDATE).values_list("pk", "pair_id")
+    )
+    own = {}
+    for item_id, choice, score in Answer.objects.filter(assignment=assignment, item_id__in=list(pair_of_item)).values_list(
+        "item_id", "choice", "score"
+    ):
+        verdict = _verdict(choice, score, campaign.scale)
+        if verdict is not None:
+            own[pair_of_item[item_id]] = verdict
+    peers: dict[int, list[bool]] = {}
+    rows = (
+        Answer.objects.filter(
+            item__pair_id__in=list(own),
+            assignment__hit__campaign=campaign,
+            assignment__status__in=[AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED],
+        )
+        .exclude(assignment_id=assignment.pk)
+        .values_list("item__pair_id", "choice", "score")
+    )
+    for pair_id, choice, score in rows:
+        verdict = _verdict(choice, score, campaign.scale)
+        if verdict is not None:
+            peers.setdefault(pair_id, []).append(verdict)
+    return peer_agreement(own=own, peers=peers)
+
+
+def _peer_flags(assignment: Assignment) -> list[str]:
+    """Flags from the other workers' answers, checked when an assignment is due for auto-approval.
+
+    - disagrees_with_peers: the candidate verdicts agree with the peers' majority on fewer than
+      QUALITY_PEER_AGREEMENT_MIN of at least QUALITY_PEER_MIN_ITEMS compared pairs (a random clicker
+      agrees on about half; a careful worker on nine in ten);
+    - gold_failed: a tolerated gold miss that neither the worker's record (trusted) nor the peers
+      (agreement of at least QUALITY_PEER_AGREEMENT_EXCUSE) vouch for.
+    """
+    min_items = getattr(settings, "QUALITY_PEER_MIN_ITEMS", 8)
+    agreeing, compared = assignment_peer_agreement(assignment=assignment)
+    share = agreeing / compared if compared else None
+    flags = []
+    if compared >= min_items and share < getattr(settings, "QUALITY_PEER_AGREEMENT_MIN", 0.7):
+        flags.append(FLAG_PEER_DISAGREEMENT)
+    missed = (assignment.gold_total or 0) - (assignment.gold_correct or 0)
+    if missed > 0:
+        vouched = compared >= min_items and share >= getattr(settings, "QUALITY_PEER_AGREEMENT_EXCUSE", 0.8)
+        if not vouched and not is_trusted(worker_trust(worker=assignment.worker), trust_policy()):
+            flags.append(FLAG_GOLD_FAILED)
+    return flags
+
+
 def assignments_auto_approve_due(*, now=None, limit: int = 500) -> int:
     """Approve submitted, unflagged assignments whose auto_approve_at has passed.
 
-    Each assignment is approved in its own transaction with its own row lock; an assignment a requester
-    decided meanwhile is skipped (its status is no longer submitted). Idempotent; returns how many.
+    Last check before the money goes out (_peer_flags): an assignment that disagrees with the other
+    workers' majority, or whose tolerated gold miss nobody vouches for, goes to the review queue (or is
+    rejected, for a gold failure when gold_fail_action is "reject") instead. Each assignment is decided
+    in its own transaction with its own row lock; one a requester decided meanwhile is skipped.
+    Idempotent; returns how many were approved.
     """
     now = now or timezone.now()
     due = list(
@@ -287,7 +364,12 @@ def assignments_auto_approve_due(*, now=None, limit: int = 500) -> int:
     approved = 0
     for pk in due:
         with transaction.atomic():
-            assignment = Assignment.objects.select_for_update().filter(pk=pk).first()
+            assignment = (
+                Assignment.objects.select_for_update(of=("self",))
+                .select_related("hit__campaign", "worker")
+                .filter(pk=pk)
+                .first()
+            )
             if (
                 assignment is None
                 or assignment.status != AssignmentStatus.SUBMITTED
@@ -296,8 +378,20 @@ def assignments_auto_approve_due(*, now=None, limit: int = 500) -> int:
                 or assignment.auto_approve_at > now
             ):
                 continue
+            flags = _peer_flags(assignment)
+            if flags:
+                assignment.flags = [*assignment.flags, *flags]
+                assignment.auto_approve_at = None
+                assignment.save(update_fields=["flags", "auto_approve_at"])
+                if FLAG_GOLD_FAILED in flags and assignment.hit.campaign.gold_fail_action == GoldFailAction.REJECT:
+                    missed = assignment.gold_total - assignment.gold_correct
+                    assignment_reject(
+                        assignment=assignment,
+                        reason=f"Automatic: {missed} of {assignment.gold_total} check questions answered wrong.",
+                    )
+                continue
             assignment_approve(
-                assignment=assignment, reason="Automatic: all check questions right, no requester objection."
+                assignment=assignment, reason="Automatic: the check questions and the other workers agree."
             )
             approved += 1
     return approved
@@ -325,7 +419,7 @@ def assignments_flag_pending(*, worker_id: int, flag: str = FLAG_LOW_TRUST) -> i
     return flagged
 
 
-def campaign_quality_policy_update(*, campaign, actor, trusted_gold_misses: int) -> "Campaign":
+def campaign_quality_policy_update(*, campaign, actor, tolerated_gold_misses: int) -> "Campaign":
     """Set the campaign's tolerance for gold misses from trusted workers (0 = any miss goes to review).
 
     Applies to assignments scored from now on. Locks the Campaign row; idempotent.
@@ -333,14 +427,14 @@ def campaign_quality_policy_update(*, campaign, actor, trusted_gold_misses: int)
     from annotator.models import Campaign
 
     try:
-        misses = int(trusted_gold_misses)
+        misses = int(tolerated_gold_misses)
     except (TypeError, ValueError):
         raise ApplicationError("The tolerated gold misses must be a whole number.") from None
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
         if not 0 <= misses <= locked.gold_positives_per_hit + locked.gold_negatives_per_hit:
             raise ApplicationError("Tolerate at most as many gold misses as a HIT has gold items.")
-        if locked.trusted_gold_misses != misses:
-            locked.trusted_gold_misses = misses
-            locked.save(update_fields=["trusted_gold_misses"])
+        if locked.tolerated_gold_misses != misses:
+            locked.tolerated_gold_misses = misses
+            locked.save(update_fields=["tolerated_gold_misses"])
         return locked

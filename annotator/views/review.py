@@ -1,1 +1,267 @@
-urlpatterns = []
+"""Requester pages for quality control: the review queue, one assignment, bulk decisions, the campaign
+quality page (approval rates, ECCV Tables B.1-B.3, policy, aggregation, worker blocks) and post-processing.
+
+Requester-only; a requester reaches only their own campaigns (and those shared with them): any other id
+is a 404, the same answer as for an id that does not exist. Every change is a POST with CSRF that calls
+a service; service errors render as a 4xx page. Routes live under /review/ (the campaign area owns
+/campaigns/<id>/<action>/).
+"""
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from annotator.errors import ApplicationError
+from annotator.models import Assignment, CleanupProposal, Role, Worker
+from annotator.queue import enqueue_on_commit
+from annotator.selectors.quality import (
+    assignment_review_detail,
+    campaign_quality,
+    campaigns_for_requester,
+    review_counts,
+    review_queue,
+)
+from annotator.services.postprocess import cleanup_decide, cleanup_detect, labels_import_external
+from annotator.services.quality import (
+    FLAG_LABELS,
+    assignment_approve,
+    assignment_peer_agreement,
+    assignment_reject,
+    assignments_bulk_decide,
+    campaign_quality_policy_update,
+)
+from annotator.services.trust import worker_block, worker_trust, worker_unblock
+from annotator.views.access import application_errors_as_400, role_required
+
+AGGREGATE_TASK = "workers.tasks.quality.labels_aggregate_task"
+QUEUE_PAGE_SIZE = 200
+
+
+def _campaign(request, campaign_id: int):
+    campaign = campaigns_for_requester(user=request.user).filter(pk=campaign_id).first()
+    if campaign is None:
+        raise Http404("No such campaign.")
+    return campaign
+
+
+def _assignment(request, assignment_id: int) -> Assignment:
+    assignment = Assignment.objects.select_related("hit__campaign", "worker").filter(pk=assignment_id).first()
+    if assignment is None or not campaigns_for_requester(user=request.user).filter(pk=assignment.hit.campaign_id).exists():
+        raise Http404("No such assignment.")
+    return assignment
+
+
+def _flag_labels(flags) -> list[str]:
+    return [FLAG_LABELS.get(flag, flag) for flag in flags or []]
+
+
+@require_GET
+@role_required(Role.REQUESTER)
+def review_queue_page(request, campaign_id: int):
+    campaign = _campaign(request, campaign_id)
+    rows = [
+        {"assignment": a, "flags": _flag_labels(a.flags)} for a in review_queue(campaign=campaign)[:QUEUE_PAGE_SIZE]
+    ]
+    return render(
+        request,
+        "review/queue.html",
+        {"campaign": campaign, "rows": rows, "counts": review_counts(campaign=campaign), "limit": QUEUE_PAGE_SIZE},
+    )
+
+
+@require_GET
+@role_required(Role.REQUESTER)
+def review_assignment_page(request, assignment_id: int):
+    assignment = _assignment(request, assignment_id)
+    detail = assignment_review_detail(assignment=assignment)
+    agreeing, compared = assignment_peer_agreement(assignment=assignment)
+    trust = worker_trust(worker=assignment.worker)
+    return render(
+        request,
+        "review/assignment.html",
+        {
+            **detail,
+            "flags": _flag_labels(assignment.flags),
+            "agreement": {"agreeing": agreeing, "compared": compared},
+            "trust": trust,
+            "can_decide": assignment.status in ("submitted", "approved", "rejected"),
+        },
+    )
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def review_decide(request, assignment_id: int):
+    assignment = _assignment(request, assignment_id)
+    decision = request.POST.get("decision")
+    reason = request.POST.get("reason", "").strip()
+    if decision == "approve":
+        assignment_approve(assignment=assignment, actor=request.user, reason=reason)
+        messages.success(request, f"Assignment {assignment.pk} approved.")
+    elif decision == "reject":
+        assignment_reject(assignment=assignment, actor=request.user, reason=reason)
+        messages.success(request, f"Assignment {assignment.pk} rejected; its HIT is offered to another worker.")
+    else:
+        raise ApplicationError("Choose approve or reject.")
+    nxt = review_queue(campaign=assignment.hit.campaign).exclude(pk=assignment.pk).first()
+    if nxt is not None and request.POST.get("next") == "1":
+        return redirect("review-assignment", assignment_id=nxt.pk)
+    return redirect("review-queue", campaign_id=assignment.hit.campaign_id)
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def review_bulk(request, campaign_id: int):
+    campaign = _campaign(request, campaign_id)
+    try:
+        ids = sorted({int(value) for value in request.POST.getlist("assignment")})
+    except ValueError:
+        raise ApplicationError("The selection is not valid.") from None
+    allowed = set(
+        Assignment.objects.filter(pk__in=ids, hit__campaign=campaign).values_list("pk", flat=True)
+    )
+    if set(ids) - allowed:
+        raise ApplicationError("Some selected assignments are not part of this campaign.", status=404)
+    decision = request.POST.get("decision")
+    if decision not in ("approve", "reject"):
+        raise ApplicationError("Choose approve or reject.")
+    changed = assignments_bulk_decide(
+        assignment_ids=ids, approve=decision == "approve", actor=request.user, reason=request.POST.get("reason", "")
+    )
+    verb = "approved" if decision == "approve" else "rejected"
+    messages.success(request, f"{changed} assignment{'s' if changed != 1 else ''} {verb}.")
+    return redirect("review-queue", campaign_id=campaign.pk)
+
+
+@require_GET
+@role_required(Role.REQUESTER)
+def quality_page(request, campaign_id: int):
+    campaign = _campaign(request, campaign_id)
+    return render(request, "review/quality.html", {"campaign": campaign, "q": campaign_quality(campaign=campaign)})
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def quality_policy(request, campaign_id: int):
+    campaign = _campaign(request, campaign_id)
+    campaign_quality_policy_update(
+        campaign=campaign, actor=request.user, tolerated_gold_misses=request.POST.get("tolerated_gold_misses", "")
+    )
+    messages.success(request, "Quality policy saved; it applies to work scored from now on.")
+    return redirect("review-quality", campaign_id=campaign.pk)
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def quality_aggregate(request, campaign_id: int):
+    campaign = _campaign(request, campaign_id)
+    enqueue_on_commit(AGGREGATE_TASK, campaign.pk)
+    messages.success(request, "Aggregation queued: labels are recomputed from the approved answers.")
+    return redirect("review-quality", campaign_id=campaign.pk)
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def worker_block_view(request, campaign_id: int, worker_id: int, action: str):
+    campaign = _campaign(request, campaign_id)
+    # A requester acts on the workers who worked on their campaigns, nobody else.
+    worker = Worker.objects.filter(pk=worker_id, assignments__hit__campaign=campaign).distinct().first()
+    if worker is None:
+        raise Http404("No such worker in this campaign.")
+    reason = request.POST.get("reason", "")
+    if action == "block":
+        worker_block(worker=worker, actor=request.user, reason=reason)
+        messages.success(request, f"Worker {worker.pseudonym} blocked; their pending work goes to review.")
+    elif action == "unblock":
+        worker_unblock(worker=worker, actor=request.user, reason=reason)
+        messages.success(request, f"Worker {worker.pseudonym} may take HITs again.")
+    else:
+        raise Http404("No such action.")
+    return redirect("review-quality", campaign_id=campaign.pk)
+
+
+@require_GET
+@role_required(Role.REQUESTER)
+def cleanup_page(request, campaign_id: int):
+    campaign = _campaign(request, campaign_id)
+    proposals = CleanupProposal.objects.filter(campaign=campaign).select_related("caption", "pair__image", "decided_by")
+    return render(request, "review/cleanup.html", {"campaign": campaign, "proposals": proposals})
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def cleanup_run(request, campaign_id: int):
+    campaign = _campaign(request, campaign_id)
+    found = cleanup_detect(campaign=campaign)
+    messages.success(
+        request,
+        f"{found['not_description']} caption(s) that may not be descriptions, "
+        f"{found['original_rejected']} original pair(s) the crowd rejects.",
+    )
+    return redirect("review-cleanup", campaign_id=campaign.pk)
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def cleanup_decide_view(request, campaign_id: int, proposal_id: int):
+    campaign = _campaign(request, campaign_id)
+    proposal = CleanupProposal.objects.filter(pk=proposal_id, campaign=campaign).first()
+    if proposal is None:
+        raise Http404("No such proposal.")
+    decision = request.POST.get("decision")
+    if decision not in ("confirm", "keep"):
+        raise ApplicationError("Choose remove or keep.")
+    cleanup_decide(proposal=proposal, actor=request.user, confirm=decision == "confirm")
+    return redirect(reverse("review-cleanup", kwargs={"campaign_id": campaign.pk}) + f"#proposal-{proposal.pk}")
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def cleanup_import(request, campaign_id: int):
+    campaign = _campaign(request, campaign_id)
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise ApplicationError("Choose a file to import.")
+    report = labels_import_external(
+        campaign=campaign, content=upload.read(), fmt=request.POST.get("format", ""), source=request.POST.get("source", "")
+    )
+    messages.success(
+        request,
+        f"Imported {report['labels']} labels ({report['positives']} positive, {report['new_pairs']} new pairs); "
+        f"{report['unknown']} rows with unknown ids skipped.",
+    )
+    return redirect("review-cleanup", campaign_id=campaign.pk)
+
+
+urlpatterns = [
+    path("review/campaigns/<int:campaign_id>/", review_queue_page, name="review-queue"),
+    path("review/campaigns/<int:campaign_id>/bulk", review_bulk, name="review-bulk"),
+    path("review/campaigns/<int:campaign_id>/quality/", quality_page, name="review-quality"),
+    path("review/campaigns/<int:campaign_id>/policy", quality_policy, name="review-policy"),
+    path("review/campaigns/<int:campaign_id>/aggregate", quality_aggregate, name="review-aggregate"),
+    path(
+        "review/campaigns/<int:campaign_id>/workers/<int:worker_id>/<str:action>",
+        worker_block_view,
+        name="review-worker",
+    ),
+    path("review/campaigns/<int:campaign_id>/cleanup/", cleanup_page, name="review-cleanup"),
+    path("review/campaigns/<int:campaign_id>/cleanup/detect", cleanup_run, name="review-cleanup-detect"),
+    path(
+        "review/campaigns/<int:campaign_id>/cleanup/<int:proposal_id>",
+        cleanup_decide_view,
+        name="review-cleanup-decide",
+    ),
+    path("review/campaigns/<int:campaign_id>/cleanup/import", cleanup_import, name="review-import"),
+    path("review/assignments/<int:assignment_id>/", review_assignment_page, name="review-assignment"),
+    path("review/assignments/<int:assignment_id>/decide", review_decide, name="review-decide"),
+]

@@ -9,13 +9,8 @@ from rest_framework.test import APIClient
 
 from annotator import models
 from tests import factories
+from tests.annotator.campaign_support import add_run, make_dataset
 from tests.research_helpers import research_campaign
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    """Accounts are made per test; a fast hasher keeps the matrix quick (the real one is tested elsewhere)."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @dataclass
@@ -57,7 +52,24 @@ def world(db) -> World:
     run = factories.RankingRunFactory(dataset=campaign.dataset, status=models.RunStatus.RUNNING, created_by=users["requester"])
     job = factories.ExportJobFactory(campaign=campaign, created_by=users["requester"])
     evaluation = factories.EvaluationFactory(campaign=campaign, created_by=users["requester"])
+    # A second dataset with a succeeded run, for the campaign life cycle (create, build, launch, ...).
+    build_dataset = make_dataset(images=6, captions_per_image=5)
+    build_dataset.owner = users["requester"]
+    build_dataset.save()
+    build_run = add_run(dataset=build_dataset, name="api-tfidf", seed=7)
+    states = {}
+    for state in ("draft", "built", "live", "paused"):
+        lifecycle = factories.CampaignFactory(
+            owner=users["requester"], dataset=build_dataset, status=state, candidates_per_hit=4, name=f"cycle-{state}"
+        )
+        lifecycle.runs.add(build_run)
+        if state != "draft":
+            factories.HitFactory(campaign=lifecycle, index=0)
+        states[f"{state}_campaign"] = lifecycle.pk
     ids = {
+        **states,
+        "build_dataset": build_dataset.pk,
+        "build_run": build_run.pk,
         "campaign": campaign.pk,
         "foreign_campaign": foreign.pk,
         "dataset": campaign.dataset_id,

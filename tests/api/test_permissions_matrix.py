@@ -23,6 +23,8 @@ READ_DETAIL = codes(401, 200, 404, 200, 404, 403)
 ENDPOINTS = [
     ("datasets-list", "get", "datasets/", None, REQ_LIST),
     ("datasets-detail", "get", "datasets/{dataset}/", None, REQ_DETAIL),
+    # JSON without the files: the requester is let in and told what is missing; the others are refused.
+    ("datasets-import", "post", "datasets/", {"name": "x"}, codes(401, 400, 400, 403, 403, 403)),
     ("annotators-list", "get", "annotators/", None, REQ_LIST),
     ("annotators-detail", "get", "annotators/{annotator}/", None, REQ_LIST),
     ("annotators-create", "post", "annotators/", {"name": "tfidf-2", "kind": "tfidf_pivot"}, codes(401, 201, 201, 403, 403, 403)),
@@ -32,6 +34,13 @@ ENDPOINTS = [
     ("runs-cancel", "post", "runs/{run}/cancel/", {}, REQ_DETAIL),
     ("campaigns-list", "get", "campaigns/", None, READ_LIST),
     ("campaigns-detail", "get", "campaigns/{campaign}/", None, READ_DETAIL),
+    ("campaigns-create", "post", "campaigns/", {"dataset": "{build_dataset}", "runs": ["{build_run}"], "name": "api"},
+     codes(401, 201, 404, 403, 403, 403)),
+    ("campaigns-build", "post", "campaigns/{draft_campaign}/build/", {}, REQ_DETAIL),
+    ("campaigns-launch", "post", "campaigns/{built_campaign}/launch/", {}, REQ_DETAIL),
+    ("campaigns-pause", "post", "campaigns/{live_campaign}/pause/", {}, REQ_DETAIL),
+    ("campaigns-resume", "post", "campaigns/{paused_campaign}/resume/", {}, REQ_DETAIL),
+    ("campaigns-statistics", "get", "campaigns/{campaign}/statistics/", None, REQ_DETAIL),
     ("campaigns-share", "post", "campaigns/{campaign}/share/", {"usernames": ["res-other"]}, REQ_DETAIL),
     ("campaigns-label-counts", "get", "campaigns/{campaign}/label-counts/", None, READ_DETAIL),
     ("assignments-list", "get", "assignments/", None, codes(401, 200, 200, 403, 403, 200)),

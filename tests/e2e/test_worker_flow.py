@@ -116,6 +116,7 @@ def test_new_worker_end_to_end(live_server, browser, media_served):
     assert page.locator("#item-3 input[value='extra_concepts']").is_checked()
     assert page.evaluate("document.activeElement.closest('.item').id") == "item-10"
     shot(page, "06-hit-after-reload")
+    seventh.screenshot(path=str(ARTIFACTS / "worker-06b-item-with-followups.png"))
 
     for number in range(10, total + 1):
         answer_item(page, number)

@@ -21,7 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--redundancy", type=int, default=defaults.redundancy)
         parser.add_argument("--candidates-per-hit", type=int, default=defaults.candidates_per_hit)
         parser.add_argument("--qualification-items", type=int, default=defaults.qualification_items)
-        parser.add_argument("--trusted-gold-misses", type=int, default=defaults.trusted_gold_misses)
+        parser.add_argument("--tolerated-gold-misses", type=int, default=defaults.tolerated_gold_misses)
         parser.add_argument("--extra-assignment-cap", type=int, default=defaults.extra_assignment_cap)
         parser.add_argument("--confidence-threshold", type=float, default=defaults.confidence_threshold)
         parser.add_argument("--gold-fail-action", choices=["review", "reject"], default=defaults.gold_fail_action)

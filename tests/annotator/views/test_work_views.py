@@ -253,3 +253,21 @@ def test_mturk_refuses_a_foreign_submit_address():
                                         "turkSubmitTo": "https://evil.example.org"})
     assert response.status_code == 400
     assert Client().get("/mturk/", {"hitId": "nope"}).status_code == 404
+
+
+def test_similarity_hit_page_has_a_worded_slider_without_numbers_and_saves_scores():
+    campaign = live_campaign_with_hits(hits=1, candidates=1, scale="similarity")
+    client, worker = worker_client(campaign)
+    assignment = claim(client, campaign)
+    html = client.get(reverse("work_hit", args=[assignment.pk])).content.decode()
+    assert html.count('type="range" min="0" max="5" step="0.01"') == 3
+    assert "Perfectly matched" in html and "Completely unmatched" in html
+    assert "The image and sentence are roughly matched" in html  # the Crisscrossed wording in the instructions
+    assert 'name="choice-' not in html
+    tokens = list(hit_item_tokens(hit=assignment.hit))
+    assert post_json(client, reverse("work_answer", args=[assignment.pk]),
+                     {"item_token": tokens[0], "score": 6}).status_code == 400
+    response = post_json(client, reverse("work_submit", args=[assignment.pk]),
+                         {"answers": [{"item_token": t, "score": 3.3} for t in tokens]})
+    assert response.status_code == 200
+    assert set(Answer.objects.values_list("score", flat=True)) == {3.3}

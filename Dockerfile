@@ -1,0 +1,34 @@
+# Vericap: one image for the web process, the Celery workers and beat (docker-compose.yml picks the command).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    DJANGO_SETTINGS_MODULE=config.settings_production
+
+WORKDIR /app
+
+# torch first and pinned, so nothing in requirements.txt can pull another build. The default index is
+# PyTorch's CPU-only one (the web process and the default worker never need CUDA); the gpu worker's image
+# is built with TORCH_INDEX_URL="" to take the default index, whose Linux wheels bundle CUDA.
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+RUN if [ -n "$TORCH_INDEX_URL" ]; then pip install --index-url "$TORCH_INDEX_URL" torch==2.13.0; \
+    else pip install torch==2.13.0; fi
+
+COPY requirements.txt ./
+RUN pip install -r requirements.txt
+
+COPY . .
+
+# Static files are collected at build time (whitenoise serves them); the settings need a key and DEBUG off
+# to load, so both are given for this one command only and never baked into the image's environment.
+RUN SECRET_KEY=collectstatic-only DEBUG=false python manage.py collectstatic --noinput \
+    && useradd --create-home --uid 10001 vericap \
+    && mkdir -p /app/var/media \
+    && chown -R vericap:vericap /app/var
+
+USER vericap
+EXPOSE 8000
+
+CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "120", "--access-logfile", "-"]

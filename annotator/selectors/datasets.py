@@ -1,0 +1,40 @@
+"""Dataset reads for the requester pages (and anyone else who needs the same visibility rule)."""
+
+from django.db.models import Count, Prefetch, Q, QuerySet
+
+from annotator.errors import ApplicationError
+from annotator.models import Caption, Dataset, Image
+
+
+def dataset_list_visible(*, user) -> QuerySet[Dataset]:
+    """Datasets a requester may see: their own and unowned ones (imported from the command line);
+    staff see all. Annotated with live image and caption counts."""
+    datasets = Dataset.objects.select_related("owner")
+    if not (user.is_staff or user.is_superuser):
+        datasets = datasets.filter(Q(owner__isnull=True) | Q(owner=user))
+    return datasets.annotate(
+        image_count=Count("images", distinct=True), caption_count=Count("captions", distinct=True)
+    ).order_by("name")
+
+
+def dataset_get_visible(*, user, dataset_id: int) -> Dataset:
+    dataset = dataset_list_visible(user=user).filter(pk=dataset_id).first()
+    if dataset is None:
+        raise ApplicationError("No such dataset, or it belongs to another requester.", status=404)
+    return dataset
+
+
+def dataset_images_with_captions(*, dataset: Dataset) -> QuerySet[Image]:
+    """The dataset's images in import order, each with its original captions prefetched."""
+    return (
+        Image.objects.filter(dataset=dataset)
+        .order_by("id")
+        .prefetch_related(Prefetch("captions", queryset=Caption.objects.order_by("id")))
+    )
+
+
+def dataset_progress(*, dataset: Dataset) -> dict:
+    """Percent done of the running (or last) import, weighing images and captions alike."""
+    total = dataset.images_total + dataset.captions_total
+    done = min(dataset.images_done, dataset.images_total) + min(dataset.captions_done, dataset.captions_total)
+    return {"percent": round(100 * done / total) if total else (100 if dataset.status == "ready" else 0)}

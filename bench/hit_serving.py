@@ -1,0 +1,357 @@
+"""HIT serving under load: N simulated crowd workers over HTTP against gunicorn and PostgreSQL.
+
+Each simulated worker (a thread with its own HTTP session, logged in with a real session cookie and a
+CSRF token) repeats: claim a HIT (POST, like the "Start working" button), load the HIT page, autosave
+every item (one JSON POST per item, with a think time between items), submit (JSON POST). We print p50
+and p99 latency per operation, submissions per second and errors.
+
+Everything is local and bounded: a throwaway database (default `vericap_bench_hits`, dropped and
+re-created and migrated by this script), gunicorn on 127.0.0.1, a fixed number of requests, a time cap.
+Scoring tasks go to Redis (no Celery worker consumes them here; the queue is emptied at the end), as in
+production where a separate worker scores submissions.
+
+    .venv/bin/python bench/hit_serving.py                       # 200 workers, 1 HIT each
+    .venv/bin/python bench/hit_serving.py --workers 50 --hits-per-worker 2 --think 1.0
+"""
+
+import argparse
+import json
+import os
+import random
+import secrets
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=200, help="simulated crowd workers (threads)")
+    parser.add_argument("--hits-per-worker", type=int, default=1)
+    parser.add_argument("--items", type=int, default=16, help="candidates per HIT (plus 1+1 gold)")
+    parser.add_argument("--redundancy", type=int, default=3)
+    parser.add_argument("--think", type=float, default=2.0,
+                        help="mean seconds between two autosaves of one worker (people take ~20 s per item)")
+    parser.add_argument("--gunicorn-workers", type=int, default=3)
+    parser.add_argument("--gunicorn-threads", type=int, default=8)
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--database", default="vericap_bench_hits")
+    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="PostgreSQL server URL")
+    parser.add_argument("--broker", default="redis://127.0.0.1:6379/5")
+    parser.add_argument("--max-seconds", type=float, default=300.0, help="hard cap on the load phase")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args()
+
+
+def recreate_database(pg_url: str, name: str) -> None:
+    import psycopg2
+
+    connection = psycopg2.connect(f"{pg_url}/postgres")
+    connection.autocommit = True
+    with connection.cursor() as cursor:
+        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        cursor.execute(f'CREATE DATABASE "{name}"')
+    connection.close()
+
+
+def seed(args) -> dict:
+    """Migrate, then create a live campaign with enough HITs and `workers` logged-in, qualified workers."""
+    import django
+
+    django.setup()
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from annotator import models as m
+
+    call_command("migrate", verbosity=0)
+    rng = random.Random(args.seed)
+    User = get_user_model()
+    owner = User.objects.create_user("bench-requester", password=None)
+    m.Profile.objects.create(user=owner, role=m.Role.REQUESTER)
+    dataset = m.Dataset.objects.create(name="bench", owner=owner, status=m.DatasetStatus.READY)
+    slots = args.workers * args.hits_per_worker
+    hits = -(-slots // args.redundancy) + 3  # enough for everyone, plus a little spare (and the warm-up)
+    images_n = max(50, hits)
+    images = m.Image.objects.bulk_create(
+        m.Image(dataset=dataset, source_id=str(i), file_name=f"{i}.jpg", file=f"images/{i}.jpg",
+                thumbnail=f"thumbnails/{i}.jpg", content_hash=f"{i:064x}", width=640, height=480)
+        for i in range(images_n)
+    )
+    captions = m.Caption.objects.bulk_create(
+        m.Caption(dataset=dataset, image=images[i // 5], source_id=str(i), text=f"A photo number {i} of something.")
+        for i in range(images_n * 5)
+    )
+    campaign = m.Campaign.objects.create(
+        name="bench", owner=owner, dataset=dataset, status=m.CampaignStatus.LIVE, redundancy=args.redundancy,
+        candidates_per_hit=args.items, qualification_items=2, lease_minutes=60, launched_at=timezone.now(),
+    )
+    gold_pos = m.Pair.objects.create(campaign=campaign, image=images[0], caption=captions[0], is_original=True)
+    gold_neg = m.Pair.objects.create(campaign=campaign, image=images[0], caption=captions[-1])
+    used, pairs = {(images[0].pk, captions[0].pk), (images[0].pk, captions[-1].pk)}, []
+    while len(pairs) < hits * args.items:
+        image, caption = rng.choice(images), rng.choice(captions)
+        if (image.pk, caption.pk) not in used:
+            used.add((image.pk, caption.pk))
+            pairs.append(m.Pair(campaign=campaign, image=image, caption=caption))
+    pairs = m.Pair.objects.bulk_create(pairs)
+    hit_rows = m.Hit.objects.bulk_create(
+        m.Hit(campaign=campaign, index=i, assignments_required=args.redundancy) for i in range(hits)
+    )
+    items = []
+    for h, hit in enumerate(hit_rows):
+        members = [(p, m.ItemRole.CANDIDATE) for p in pairs[h * args.items:(h + 1) * args.items]]
+        members += [(gold_pos, m.ItemRole.GOLD_POSITIVE), (gold_neg, m.ItemRole.GOLD_NEGATIVE)]
+        rng.shuffle(members)
+        items += [m.HitItem(hit=hit, position=p, pair=pair, role=role) for p, (pair, role) in enumerate(members)]
+    m.HitItem.objects.bulk_create(items)
+    # One more worker than simulated: the last one warms the gunicorn processes up (URLconf, templates).
+    users = User.objects.bulk_create(User(username=f"bench-worker-{i}") for i in range(args.workers + 1))
+    m.Profile.objects.bulk_create(m.Profile(user=u, role=m.Role.WORKER) for u in users)
+    workers = m.Worker.objects.bulk_create(m.Worker(user=u, pseudonym=f"w-bench{i:05d}") for i, u in enumerate(users))
+    m.QualificationAttempt.objects.bulk_create(
+        m.QualificationAttempt(worker=w, campaign=campaign, items=[], passed=True, score=1.0,
+                               finished_at=timezone.now())
+        for w in workers
+    )
+    sessions = []
+    for user in users:
+        store = SessionStore()
+        store[SESSION_KEY] = str(user.pk)
+        store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        store[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        store.create()
+        sessions.append(store.session_key)
+    return {"campaign": campaign.pk, "sessions": sessions[:-1], "warmup_session": sessions[-1], "hits": hits,
+            "items_per_hit": args.items + 2}
+
+
+def start_gunicorn(args, env) -> subprocess.Popen:
+    command = [
+        str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application",
+        "--bind", f"127.0.0.1:{args.port}", "--workers", str(args.gunicorn_workers),
+        "--threads", str(args.gunicorn_threads), "--worker-class", "gthread", "--log-level", "warning",
+        "--timeout", "60", "--keep-alive", "120",  # people pause between items; keep their connections
+    ]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
+    import requests
+
+    for _ in range(120):
+        try:
+            if requests.get(f"http://127.0.0.1:{args.port}/healthz", timeout=2).status_code == 200:
+                return process
+        except requests.RequestException:
+            pass
+        if process.poll() is not None:
+            raise SystemExit("gunicorn exited during start-up")
+        time.sleep(0.5)
+    process.terminate()
+    raise SystemExit("gunicorn did not answer /healthz within 60 s")
+
+
+class Recorder:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.latencies = {"claim": [], "page": [], "autosave": [], "submit": []}
+        self.errors = []
+        self.submissions = 0
+
+    def add(self, op, seconds):
+        with self.lock:
+            self.latencies[op].append(seconds)
+
+    def error(self, op, detail):
+        with self.lock:
+            self.errors.append(f"{op}: {detail}")
+
+
+def simulated_worker(base, campaign_id, session_key, args, recorder, stop_at, rng):
+    import re
+
+    import requests
+
+    http = requests.Session()
+    csrf = secrets.token_hex(16)  # a 32-character secret, as Django keeps it in the cookie
+    http.cookies.set("sessionid", session_key, domain="127.0.0.1")
+    http.cookies.set("csrftoken", csrf, domain="127.0.0.1")
+    json_headers = {"X-CSRFToken": csrf, "Accept": "application/json", "Referer": base + "/work/"}
+    token_pattern = re.compile(r'data-token="([0-9a-f]+)"')
+
+    def timed(op, call):
+        started = time.perf_counter()
+        try:
+            response = call()
+        except requests.RequestException as exc:
+            recorder.error(op, type(exc).__name__)
+            return None
+        recorder.add(op, time.perf_counter() - started)
+        return response
+
+    time.sleep(rng.uniform(0, args.think))  # people do not all arrive in the same millisecond
+    for _ in range(args.hits_per_worker):
+        if time.time() > stop_at:
+            return
+        response = timed("claim", lambda: http.post(f"{base}/work/campaigns/{campaign_id}/claim",
+                                                   headers={"X-CSRFToken": csrf, "Referer": base + "/work/"},
+                                                   allow_redirects=False, timeout=30))
+        if response is None or response.status_code != 302 or "/assignments/" not in response.headers.get("Location", ""):
+            recorder.error("claim", getattr(response, "status_code", "no response"))
+            return
+        hit_url = base + response.headers["Location"]
+        assignment_path = response.headers["Location"].rstrip("/")
+        page = timed("page", lambda: http.get(hit_url, timeout=30))
+        if page is None or page.status_code != 200:
+            recorder.error("page", getattr(page, "status_code", "no response"))
+            return
+        tokens = list(dict.fromkeys(token_pattern.findall(page.text)))
+        answers = []
+        for token in tokens:
+            if time.time() > stop_at:
+                return
+            time.sleep(rng.expovariate(1 / args.think) if args.think > 0 else 0)
+            choice = rng.choice(["yes", "yes", "no", "partially_yes", "mostly_no"])
+            answer = {"item_token": token, "choice": choice, "seconds_spent": round(rng.uniform(2, 30), 1)}
+            if choice in ("partially_yes", "mostly_no"):
+                answer["shortcomings"] = ["wrong_way"]
+                answer["wrong_aspects"] = [rng.choice(["color", "quantity", "action"])]
+            answers.append(answer)
+            saved = timed("autosave", lambda: http.post(f"{base}{assignment_path}/answer", json=answer,
+                                                        headers=json_headers, timeout=30))
+            if saved is None or saved.status_code != 200:
+                recorder.error("autosave", getattr(saved, "status_code", "no response"))
+        submitted = timed("submit", lambda: http.post(f"{base}{assignment_path}/submit", json={"answers": answers},
+                                                      headers=json_headers, timeout=30))
+        if submitted is None or submitted.status_code != 200:
+            recorder.error("submit", getattr(submitted, "status_code", "no response"))
+        else:
+            with recorder.lock:
+                recorder.submissions += 1
+
+
+def warm_up(base, campaign_id, session_key, rounds):
+    """Not measured: the first request of each gunicorn process imports the URLconf and compiles templates."""
+    import re
+
+    import requests
+
+    http = requests.Session()
+    csrf = secrets.token_hex(16)
+    http.cookies.set("sessionid", session_key, domain="127.0.0.1")
+    http.cookies.set("csrftoken", csrf, domain="127.0.0.1")
+    headers = {"X-CSRFToken": csrf, "Referer": base + "/work/", "Accept": "application/json"}
+    claim = http.post(f"{base}/work/campaigns/{campaign_id}/claim", headers=headers, allow_redirects=False)
+    path = claim.headers["Location"].rstrip("/")
+    for _ in range(rounds):
+        page = http.get(base + path + "/")
+        token = re.search(r'data-token="([0-9a-f]+)"', page.text).group(1)
+        http.post(f"{base}{path}/answer", json={"item_token": token, "choice": "yes"}, headers=headers)
+        http.get(base + "/work/")
+
+
+def percentile(values, q):
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, int(round(q / 100 * len(ordered) + 0.5)) - 1))
+    return ordered[index]
+
+
+def main():
+    args = parse_args()
+    media = tempfile.mkdtemp(prefix="vericap-bench-media-")
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": f"{args.pg}/{args.database}",
+        "CELERY_BROKER_URL": args.broker,
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "CONN_MAX_AGE": "60",
+        "DEBUG": "false",
+        "MEDIA_ROOT": media,
+        "LOG_LEVEL": "ERROR",
+    }
+    os.environ.update(env)
+    print(f"== hit_serving: {args.workers} workers x {args.hits_per_worker} HIT(s), redundancy {args.redundancy}, "
+          f"think {args.think}s, gunicorn {args.gunicorn_workers}x{args.gunicorn_threads} threads, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    recreate_database(args.pg, args.database)
+    started = time.perf_counter()
+    data = seed(args)
+    print(f"seeded {data['hits']} HITs of {data['items_per_hit']} items and {args.workers} workers "
+          f"in {time.perf_counter() - started:.1f}s")
+
+    server = start_gunicorn(args, env)
+    recorder = Recorder()
+    base = f"http://127.0.0.1:{args.port}"
+    try:
+        warm_up(base, data["campaign"], data["warmup_session"], rounds=4 * args.gunicorn_workers)
+        stop_at = time.time() + args.max_seconds
+        threads = [
+            threading.Thread(target=simulated_worker, daemon=True,
+                             args=(base, data["campaign"], key, args, recorder, stop_at, random.Random(i)))
+            for i, key in enumerate(data["sessions"])
+        ]
+        load_started = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=max(1.0, stop_at - time.time() + 30))
+        elapsed = time.perf_counter() - load_started
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+    from django.db.models import Count
+
+    from annotator.models import Assignment
+
+    over = (Assignment.objects.filter(status__in=["reserved", "submitted", "approved"]).values("hit_id")
+            .annotate(n=Count("id")).filter(n__gt=args.redundancy).count())
+    submitted_db = Assignment.objects.filter(status="submitted").count()
+    try:
+        import redis
+
+        redis.Redis.from_url(args.broker).delete("default")  # the unconsumed scoring messages of this run
+    except Exception as exc:  # the numbers above stand without the clean-up
+        print(f"(could not empty the broker queue: {exc})")
+
+    rows = {}
+    print(f"\n{'operation':<10} {'count':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    for op, values in recorder.latencies.items():
+        rows[op] = {"count": len(values), "p50_ms": 1000 * percentile(values, 50),
+                    "p99_ms": 1000 * percentile(values, 99), "max_ms": 1000 * max(values) if values else None}
+        print(f"{op:<10} {len(values):>7} {rows[op]['p50_ms']:>8.1f} {rows[op]['p99_ms']:>8.1f} "
+              f"{(rows[op]['max_ms'] or float('nan')):>8.1f}")
+    requests_total = sum(len(v) for v in recorder.latencies.values())
+    print(f"\nsubmissions: {recorder.submissions} in {elapsed:.1f}s = {recorder.submissions / elapsed:.2f}/s; "
+          f"requests: {requests_total} = {requests_total / elapsed:.1f}/s; errors: {len(recorder.errors)}")
+    print(f"database check: {submitted_db} submitted assignments, HITs over redundancy: {over}")
+    if recorder.errors:
+        print("first errors:", recorder.errors[:10])
+    worst = max((r["p99_ms"] for r in rows.values() if r["count"]), default=float("nan"))
+    print(f"goal p99 < 150 ms and zero errors: {'MET' if worst < 150 and not recorder.errors else 'NOT MET'} "
+          f"(worst p99 {worst:.1f} ms)")
+    out = ROOT / "bench" / "out"
+    out.mkdir(exist_ok=True)
+    (out / "hit_serving.json").write_text(json.dumps({
+        "args": vars(args), "latency": rows, "submissions": recorder.submissions, "elapsed_s": elapsed,
+        "submissions_per_s": recorder.submissions / elapsed, "errors": recorder.errors[:100],
+        "error_count": len(recorder.errors), "over_redundancy": over, "load_average": os.getloadavg(),
+    }, indent=2))
+    stats = statistics.mean(recorder.latencies["autosave"]) if recorder.latencies["autosave"] else 0
+    print(f"mean autosave {1000 * stats:.1f} ms; results in bench/out/hit_serving.json")
+    return 1 if recorder.errors or over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""Benchmark: the ranking pipeline against its bare parts, each ratio measured in the same run.
+
+1. encode: the pipeline's encode phase (batches, embedding cache in storage, a committed progress row per
+   shard) over calling the bare encoder (`encode_texts`) on the same batches; minilm_pivot on captions.
+   Throughput ratio, goal >= 0.9.
+2. top-K: the pipeline's top-K phase (chunked products, self-pivot patch, torch.topk with exact ties,
+   both directions) over the bare chunked matrix products of the same size. Goal >= 0.7.
+3. writes: the pipeline's candidate writes into PostgreSQL (per chunk: transaction, run row lock, delete of
+   the chunk's range, COPY, progress) over one plain COPY of the same rows, pre-formatted. Goal >= 0.5.
+4. scale: synthetic normalised embeddings at COCO-test size (5,000 images x 25,000 captions) and at ten
+   times that (50,000 x 250,000): wall time of the top-K phase in both directions plus turning the results
+   into COPY rows, and the peak resident memory of the process (goal < 2 GB), each in its own subprocess.
+
+Each timing is the best of several interleaved repetitions (the machine is shared). It runs on CUDA when
+present (RANKING_DEVICE=auto), else on the CPU. It creates and drops its own PostgreSQL database
+`bench_ranking` (BENCH_DATABASE_NAME); DATABASE_URL picks the server.
+
+    .venv/bin/python bench/ranking.py                 # everything (the 10x scale takes minutes on a CPU)
+    .venv/bin/python bench/ranking.py --skip-large    # without 50,000 x 250,000
+Results are also written to bench/out/ranking.json.
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
+os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "true")
+os.environ.setdefault("MEDIA_ROOT", tempfile.mkdtemp(prefix="bench-ranking-media-"))
+
+import django  # noqa: E402
+
+django.setup()
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+
+DIM = 384
+TOP_K = 25
+
+
+def best_of(functions: dict, repeats: int) -> dict:
+    """Interleave the functions `repeats` times; the best (lowest) time of each."""
+    best = {name: float("inf") for name in functions}
+    for _ in range(repeats):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def new_run(dataset, annotator):
+    from annotator.models import RankingRun, RunStatus
+
+    return RankingRun.objects.create(dataset=dataset, annotator=annotator, status=RunStatus.RUNNING, top_k=TOP_K)
+
+
+def bench_encode(texts: list[str], repeats: int) -> dict:
+    from annotator.models import Dataset
+    from annotator.services.ranking import annotator_register
+    from workers.ranking.annotators import load_annotator
+    from workers.ranking.cache import EmbeddingCache
+    from workers.ranking.pipeline import RunExecution, ranking_settings
+
+    options = ranking_settings()
+    batch, shard = options["text_batch"], options["shard_size"]
+    dataset = Dataset.objects.create(name="bench-encode", status="ready")
+    annotator_model = annotator_register(name="bench-minilm", kind="minilm_pivot")
+    encoder = load_annotator(kind="minilm_pivot", device=options["device"])
+    batches = [texts[i : i + batch] for i in range(0, len(texts), batch)]
+    encoder.encode_texts(batches[0])  # warm-up (first call allocates)
+    plan = {"shard_size": shard, "texts": -(-len(texts) // shard)}
+    counter = iter(range(10**6))
+
+    def bare():
+        torch.cat([encoder.encode_texts(b) for b in batches])
+
+    def pipeline():
+        execution = RunExecution(new_run(dataset, annotator_model), options=options)
+        execution.annotator = encoder
+        cache = EmbeddingCache(dataset_id=dataset.pk, kind="minilm_pivot", weights_hash="bench", version=f"v{next(counter)}")
+        execution.encode(what="texts", items=texts, encode_batch=encoder.encode_texts, batch_size=batch, cache=cache, plan=plan)
+
+    times = best_of({"bare": bare, "pipeline": pipeline}, repeats)
+    return {
+        "texts": len(texts),
+        "batch": batch,
+        "bare_texts_per_s": len(texts) / times["bare"],
+        "pipeline_texts_per_s": len(texts) / times["pipeline"],
+        "ratio": times["bare"] / times["pipeline"],
+    }
+
+
+def synthetic(n_images: int, n_captions: int, device: str, seed: int = 0):
+    """Normalised random embeddings with COCO's shape: each image owns n_captions / n_images captions."""
+    generator = torch.Generator().manual_seed(seed)
+    captions = torch.nn.functional.normalize(torch.randn(n_captions, DIM, generator=generator), dim=1)
+    owner = torch.arange(n_captions) * n_images // n_captions
+    return captions.to(device), owner
+
+
+def topk_phase(captions, owner, n_images, *, rows_per_chunk, block_bytes, collect=None):
+    """The pipeline's top-K phase for a pivot annotator, both directions (what RunExecution.rank_direction runs)."""
+    from workers.ranking.pipeline import image_representations
+    from workers.ranking.topk import SelfPivot, chunk_rows, chunked_topk, dense_block
+
+    class Corpus:
+        owner_rows = owner.numpy()
+        image_ids = np.arange(n_images)
+
+    images, pivot = image_representations(texts_embedded=captions.cpu(), corpus=Corpus)
+    device = captions.device
+    images = images.to(device)
+    pivot = SelfPivot.build(
+        owner=pivot.owner.to(device), image_sums_norms=pivot.image_norms.to(device), caption_sq_norms=pivot.caption_sq_norms.to(device)
+    )
+    for queries, targets, patch in ((images, captions, pivot.patch_image_queries), (captions, images, pivot.patch_caption_queries)):
+        rows = chunk_rows(n_targets=targets.shape[0], chunk_size=rows_per_chunk, block_bytes=block_bytes)
+        for _chunk, start, stop, values, indices in chunked_topk(
+            n_queries=queries.shape[0], block=dense_block(queries, targets), k=TOP_K, rows_per_chunk=rows, patch=patch
+        ):
+            if collect is not None:
+                collect(start, stop, values, indices)
+
+
+def bare_products(captions, owner, n_images, *, rows_per_chunk, block_bytes):
+    """The same chunked matrix products, nothing else."""
+    from workers.ranking.topk import chunk_rows
+
+    sums = torch.zeros(n_images, DIM, device=captions.device).index_add_(0, owner.to(captions.device), captions)
+    images = sums / sums.norm(dim=1, keepdim=True)
+    for queries, targets in ((images, captions), (captions, images)):
+        rows = chunk_rows(n_targets=targets.shape[0], chunk_size=rows_per_chunk, block_bytes=block_bytes)
+        targets_t = targets.t()
+        for start in range(0, queries.shape[0], rows):
+            block = queries[start : start + rows] @ targets_t
+            del block
+    if captions.is_cuda:
+        torch.cuda.synchronize()
+
+
+def bench_topk(n_images: int, n_captions: int, repeats: int) -> dict:
+    from workers.ranking.pipeline import ranking_settings
+
+    options = ranking_settings()
+    captions, owner = synthetic(n_images, n_captions, options["device"])
+    kwargs = {"rows_per_chunk": options["rows_per_chunk"], "block_bytes": options["block_bytes"]}
+    times = best_of(
+        {
+            "bare": lambda: bare_products(captions, owner, n_images, **kwargs),
+            "pipeline": lambda: topk_phase(captions, owner, n_images, **kwargs),
+        },
+        repeats,
+    )
+    return {"images": n_images, "captions": n_captions, "dim": DIM, "bare_s": times["bare"], "pipeline_s": times["pipeline"], "ratio": times["bare"] / times["pipeline"]}
+
+
+def bench_writes(n_queries: int, n_targets: int, repeats: int) -> dict:
+    from annotator.models import Candidate, Dataset, MachineAnnotator
+    from workers.ranking import store
+    from workers.ranking.pipeline import RunExecution, ranking_settings
+
+    if connection.vendor != "postgresql":
+        return {"skipped": f"needs PostgreSQL, database is {connection.vendor}"}
+    rng = np.random.default_rng(0)
+    rows_per_chunk = ranking_settings()["rows_per_chunk"]
+    query_ids = np.arange(1, n_queries + 1, dtype=np.int64)
+    targets = np.stack([rng.choice(n_targets, TOP_K, replace=False) for _ in range(n_queries)]).astype(np.int64) + 1
+    scores = -np.sort(-rng.random((n_queries, TOP_K)).astype(np.float32), axis=1)
+    dataset = Dataset.objects.create(name="bench-writes", status="ready")
+    annotator = MachineAnnotator.objects.create(name="bench-writes", kind="minilm_pivot")
+
+    def pipeline():
+        run = new_run(dataset, annotator)
+        execution = RunExecution(run)
+        for start in range(0, n_queries, rows_per_chunk):
+            chunk = slice(start, start + rows_per_chunk)
+            with transaction.atomic():  # what rank_direction does per chunk
+                locked = execution._locked()
+                Candidate.objects.filter(
+                    run_id=locked.pk, direction="t2i", query_id__gte=int(query_ids[chunk][0]), query_id__lte=int(query_ids[chunk][-1])
+                ).delete()
+                store.candidates_write(run_id=locked.pk, direction="t2i", query_ids=query_ids[chunk], target_ids=targets[chunk], scores=scores[chunk])
+                execution._record(locked, "t2i", start // rows_per_chunk + 1, "ranking t2i")
+
+    plain_run = new_run(dataset, annotator)
+    q, t, r, s = store.candidate_arrays(query_ids=query_ids, target_ids=targets, scores=scores)
+    text = store.copy_buffer(run_id=plain_run.pk, direction="t2i", queries=q, targets=t, ranks=r, scores=s).getvalue()
+
+    def plain():
+        import io
+
+        with transaction.atomic():
+            store.copy_rows(io.StringIO(text))
+        Candidate.objects.filter(run_id=plain_run.pk).delete()
+
+    times = best_of({"plain_copy": plain, "pipeline": pipeline}, repeats)
+    return {"rows": int(len(q)), "chunk_rows": rows_per_chunk, "plain_copy_s": times["plain_copy"], "pipeline_s": times["pipeline"], "ratio": times["plain_copy"] / times["pipeline"]}
+
+
+def scale_child(n_images: int, n_captions: int) -> None:
+    """In a fresh process: top-K both directions + COPY rows for the results; print wall time and peak RSS."""
+    from workers.ranking import store
+    from workers.ranking.pipeline import ranking_settings
+
+    options = ranking_settings()
+    captions, owner = synthetic(n_images, n_captions, options["device"], seed=1)
+    rows = {"n": 0}
+
+    def collect(start, stop, values, indices):
+        q, t, r, s = store.candidate_arrays(query_ids=np.arange(start, stop), target_ids=indices.numpy(), scores=values.numpy())
+        rows["n"] += len(store.copy_buffer(run_id=1, direction="t2i", queries=q, targets=t, ranks=r, scores=s).getvalue().splitlines())
+
+    start = time.perf_counter()
+    topk_phase(captions, owner, n_images, rows_per_chunk=options["rows_per_chunk"], block_bytes=options["block_bytes"], collect=collect)
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    if torch.cuda.is_available():
+        peak_gpu = torch.cuda.max_memory_allocated() / 2**20
+    else:
+        peak_gpu = None
+    print(json.dumps({"images": n_images, "captions": n_captions, "dim": DIM, "wall_s": wall, "peak_rss_mb": peak, "peak_gpu_mb": peak_gpu, "candidate_rows": rows["n"], "device": options["device"]}))
+
+
+def bench_scale(n_images: int, n_captions: int) -> dict:
+    output = subprocess.run(
+        [sys.executable, __file__, "--scale-child", str(n_images), str(n_captions)],
+        check=True, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "BENCH_CHILD": "1"},
+    ).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def main(args) -> dict:
+    from workers.ranking.pipeline import ranking_settings
+
+    device = ranking_settings()["device"]
+    print(f"device: {device}, torch threads: {torch.get_num_threads()}, database: {connection.vendor}")
+    results = {"device": device, "torch_threads": torch.get_num_threads()}
+
+    rng = np.random.default_rng(0)
+    words = "a the dog cat bus red small big two three on in near beach street snow grass ball kite car tree house".split()
+    texts = [" ".join(rng.choice(words, size=rng.integers(5, 14))) for _ in range(args.encode_texts)]
+    results["encode"] = encode = bench_encode(texts, args.repeats)
+    print(f"encode : pipeline {encode['pipeline_texts_per_s']:.0f} texts/s / bare encoder {encode['bare_texts_per_s']:.0f} texts/s = {encode['ratio']:.3f} (goal >= 0.9)")
+
+    results["topk"] = topk = bench_topk(args.topk_images, args.topk_images * 5, args.repeats)
+    print(f"top-K  : bare chunked products {topk['bare_s']:.2f} s / pipeline top-K phase {topk['pipeline_s']:.2f} s = {topk['ratio']:.3f} (goal >= 0.7; {topk['images']} x {topk['captions']}, both directions)")
+
+    results["writes"] = writes = bench_writes(args.write_queries, 25_000, args.repeats)
+    if "skipped" in writes:
+        print(f"writes : skipped ({writes['skipped']})")
+    else:
+        print(f"writes : plain COPY {writes['plain_copy_s']:.2f} s / pipeline writes {writes['pipeline_s']:.2f} s = {writes['ratio']:.3f} (goal >= 0.5; {writes['rows']} rows)")
+
+    sizes = [(5_000, 25_000)] + ([] if args.skip_large else [(50_000, 250_000)])
+    results["scale"] = []
+    for n_images, n_captions in sizes:
+        scale = bench_scale(n_images, n_captions)
+        results["scale"].append(scale)
+        print(f"scale  : {n_images} x {n_captions}: {scale['wall_s']:.1f} s, peak memory {scale['peak_rss_mb']:.0f} MB (goal < 2048), {scale['candidate_rows']} candidate rows")
+    out = ROOT / "bench" / "out"
+    out.mkdir(exist_ok=True)
+    (out / "ranking.json").write_text(json.dumps(results, indent=2))
+    return results
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--encode-texts", type=int, default=2048)
+    parser.add_argument("--topk-images", type=int, default=2000, help="images for the top-K ratio (x5 captions)")
+    parser.add_argument("--write-queries", type=int, default=20_000)
+    parser.add_argument("--skip-large", action="store_true")
+    parser.add_argument("--scale-child", nargs=2, type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.scale_child:
+        scale_child(*args.scale_child)
+        sys.exit(0)
+    test_name = os.environ.get("BENCH_DATABASE_NAME", "bench_ranking")
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = test_name if connection.vendor == "postgresql" else None
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
+    try:
+        main(args)
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0, keepdb=False)

