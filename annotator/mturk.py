@@ -6,6 +6,7 @@ from the usual AWS environment (boto3); `MTURK_SANDBOX` (default true) picks the
 Tests use botocore's Stubber: nothing here talks to AWS unless a real client is passed.
 """
 
+import logging
 from xml.sax.saxutils import escape
 
 import boto3
@@ -15,6 +16,7 @@ from django.db import transaction
 from annotator.errors import ApplicationError
 from annotator.models import Assignment, Campaign, CampaignStatus, Hit, HitStatus
 
+logger = logging.getLogger(__name__)
 SANDBOX_ENDPOINT = "https://mturk-requester-sandbox.us-east-1.amazonaws.com"
 PRODUCTION_ENDPOINT = "https://mturk-requester.us-east-1.amazonaws.com"
 EXTERNAL_QUESTION = (
@@ -99,3 +101,26 @@ def mturk_reject(*, assignment: Assignment, client, feedback: str) -> None:
     if not feedback.strip():
         raise ApplicationError("MTurk requires a reason for a rejection.")
     client.reject_assignment(AssignmentId=assignment.external_assignment_id, RequesterFeedback=feedback[:1024])
+
+
+def _decide_on_mturk(decide, *, assignment: Assignment, client, **kwargs) -> bool:
+    """Run one MTurk decision; a failure is logged, never raised (the local decision already stands)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        decide(assignment=assignment, client=client or mturk_client(), **kwargs)
+    except (BotoCoreError, ClientError, ApplicationError) as error:
+        logger.warning("MTurk decision for assignment %s failed: %s", assignment.pk, error)
+        return False
+    return True
+
+
+def assignment_approve_external(*, assignment: Assignment, client=None, feedback: str = "") -> bool:
+    """The quality-control seam (annotator/services/quality.py calls it after commit): approve on MTurk."""
+    return _decide_on_mturk(mturk_approve, assignment=assignment, client=client, feedback=feedback)
+
+
+def assignment_reject_external(*, assignment: Assignment, reason: str, client=None) -> bool:
+    """The quality-control seam: reject on MTurk with the requester's reason as the worker's feedback."""
+    return _decide_on_mturk(mturk_reject, assignment=assignment, client=client,
+                            feedback=reason or "The answers to the check questions were wrong.")

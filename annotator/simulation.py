@@ -75,7 +75,7 @@ class SimulationConfig:
     seed: int = 0
     workers: int = 20
     bad_share: float = 0.2
-    random_share: float | None = None  # share of all workers; default: half of bad_share
+    random_share: float | None = None  # share of all workers; default: half of bad_share (or the rest)
     always_yes_share: float | None = None  # share of all workers; default: the rest of bad_share
     careful_error: float = 0.05
     redundancy: int = 3
@@ -92,10 +92,13 @@ class SimulationConfig:
     ranking: str = "auto"  # auto (tfidf_pivot if it runs, else the cheap proposal) | tfidf | proposal
 
     def kinds(self) -> list[str]:
-        random_share = self.random_share if self.random_share is not None else self.bad_share / 2
-        always_yes_share = (
-            self.always_yes_share if self.always_yes_share is not None else max(self.bad_share - random_share, 0.0)
-        )
+        random_share, always_yes_share = self.random_share, self.always_yes_share
+        if random_share is None and always_yes_share is None:
+            random_share = self.bad_share / 2
+        if random_share is None:
+            random_share = max(self.bad_share - always_yes_share, 0.0)
+        if always_yes_share is None:
+            always_yes_share = max(self.bad_share - random_share, 0.0)
         n_random = round(self.workers * random_share)
         n_yes = round(self.workers * always_yes_share)
         if n_random + n_yes > self.workers:
@@ -507,6 +510,9 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
         "approved_assignments": approved,
     }
     blocked = sum(1 for sim in crowd if sim.worker.soft_blocked or sim.worker.blocked)
+    n_bad = sum(1 for sim in crowd if sim.kind in BAD_KINDS)
+    kept_out = sum(1 for sim in crowd if sim.kind in BAD_KINDS and sim.done == 0)
+    result.metrics.update(bad_workers=n_bad, bad_workers_kept_out=kept_out)
     result.table = [
         ("campaign", f"{campaign.pk} ({campaign.hits.count()} HITs, {len(truth)} candidate pairs, "
                      f"{sum(truth.values())} truly positive; candidates from {source})"),
@@ -514,7 +520,9 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
         ("label accuracy, majority", f"{accuracy.get('majority', 0):.3f}"),
         ("label accuracy, gold-weighted", f"{accuracy.get('gold_weighted', 0):.3f}"),
         ("label accuracy, Dawid-Skene", f"{accuracy.get('dawid_skene', 0):.3f}"),
-        ("bad workers' assignments flagged", f"{bad_share:.3f} ({bad[0]}/{bad[1]})"),
+        ("bad workers kept out by the qualification", f"{kept_out}/{n_bad}"),
+        ("bad workers' assignments flagged",
+         f"{bad_share:.3f} ({bad[0]}/{bad[1]})" if bad[1] else "none got through (0/0)"),
         ("good workers' assignments flagged", f"{good_share:.3f} ({good[0]}/{good[1]})"),
         ("approved assignments", str(approved)),
         ("cost", f"${cost_cents / 100:.2f} (reward {campaign.reward_cents}c + {campaign.platform_fee_percent:g}% fee)"),

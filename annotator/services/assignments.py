@@ -310,6 +310,8 @@ def _write_answer(*, assignment: Assignment, item_id: int, cleaned: dict, second
     answer = Answer.objects.filter(assignment=assignment, item_id=item_id).first()
     if answer is None:
         answer = Answer(assignment=assignment, item_id=item_id)
+    else:
+        answer.assignment = assignment  # keep the locked row (and its HIT and campaign) on the answer
     for field, value in cleaned.items():
         setattr(answer, field, value)
     if seconds is not None:

@@ -407,11 +407,13 @@ def _extend(
                 (int(pool.keys[pool.source_pair[i]]), int(pool.source_run[i]), direction,
                  int(pool.source_rank[i]), float(pool.source_score[i]))
             )
-        fresh = np.array([k not in existing and k not in new_pair_meta for k in pool.keys.tolist()], dtype=bool)
+        # To ask: pooled pairs not yet asked as candidates (a pair that was only gold so far is asked now).
+        fresh = np.array([k not in packed_candidates for k in pool.keys.tolist()], dtype=bool)
         fresh_keys, fresh_query = pool.keys[fresh], pool.query[fresh]
         for key, query in zip(fresh_keys.tolist(), fresh_query.tolist(), strict=True):
-            new_pair_keys.append(key)
-            new_pair_meta[key] = (direction, query)
+            if key not in existing and key not in new_pair_meta:
+                new_pair_keys.append(key)
+                new_pair_meta[key] = (direction, query)
         if len(fresh_keys) == 0:
             report.append({"direction": direction, "proposals": pool.proposals, "new_pairs": 0, "hits": 0})
             continue
@@ -515,16 +517,18 @@ def _column_defaults(model) -> dict:
 
 
 def _copy_value(value) -> str:
+    """One value in PostgreSQL's COPY text format."""
     if value is None:
         return "\\N"
-    if isinstance(value, bool):
+    if value is True or value is False:
         return "t" if value else "f"
-    if isinstance(value, (dict, list)):
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict | list):
         value = json.dumps(value)
     elif hasattr(value, "isoformat"):
         value = value.isoformat()
-    text = str(value)
-    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return str(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def _insert_rows(model, rows: list[dict], *, ids: bool = True) -> list[int]:
@@ -553,12 +557,14 @@ def _insert_rows(model, rows: list[dict], *, ids: bool = True) -> list[int]:
             [table, pk_column, len(rows)],
         )
         new_ids = [row[0] for row in cursor.fetchall()]
-        buffer = io.StringIO()
+        # Columns no row gives are the same text on every line; format them once.
+        given = [name for name in columns if name in rows[0]]
+        constant = {name: _copy_value(defaults[name]) for name in columns if name not in rows[0]}
+        lines = []
         for pk, row in zip(new_ids, rows, strict=True):
-            values = [pk] + [row[name] if name in row else defaults[name] for name in columns]
-            buffer.write("\t".join(_copy_value(v) for v in values))
-            buffer.write("\n")
-        buffer.seek(0)
+            text = {name: _copy_value(row[name]) for name in given}
+            lines.append("\t".join([str(pk), *(text[name] if name in text else constant[name] for name in columns)]))
+        buffer = io.StringIO("\n".join(lines) + "\n")
         quoted = ", ".join(connection.ops.quote_name(c) for c in [pk_column, *db_columns])
         cursor.cursor.copy_expert(f"COPY {connection.ops.quote_name(table)} ({quoted}) FROM STDIN", buffer)
     return new_ids if ids else []

@@ -59,7 +59,7 @@ from annotator.queue import enqueue_on_commit
 from annotator.selectors.research import label_method_resolve
 
 logger = logging.getLogger(__name__)
-CHUNK_ROWS = 20_000
+CHUNK_ROWS = 5_000  # rows per fetch from a server-side cursor: bounds the memory of a stream
 EXPORT_TASK = "workers.tasks.exports.export_run"
 FILE_SUFFIX = {
     ExportFormat.ECCV_JSON: "json",
@@ -606,6 +606,8 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                     )
                 )
                 cursor.copy_expert("COPY vericap_labels_in FROM STDIN", _ChunkReader(chunks), size=1 << 18)
+                # Without statistics the planner guesses a tiny temp table and the anti-join below goes quadratic.
+                cursor.execute("ANALYZE vericap_labels_in")
                 cursor.execute(
                     pgsql.SQL(
                         "INSERT INTO {t} AS t ({c}) SELECT {c} FROM vericap_labels_in ON CONFLICT ({k}) DO UPDATE SET {u} "

@@ -35,7 +35,9 @@ from annotator.models import (
 NOT_DESCRIPTION_PATTERNS = [
     (re.compile(r"\b(no|not an?|any)\s+(image|picture|photo)s?\b", re.I), "says there is no image"),
     (re.compile(r"\b(unable|can ?not|can'?t|cant|could ?n[o']?t)\s+(to\s+)?(see|view|load|tell)\b", re.I), "says it cannot see"),
-    (re.compile(r"\b(blank|empty)\s+(image|picture|page|screen)|\bis\s+(a\s+)?blank\b", re.I), "mentions a blank image"),
+    (re.compile(r"\b(blank|empty)\s+(image|picture|page|screen)|\bis\s+(a\s+)?blank\b|\ba blank(\s+every|\s*[.!?]|\s*$)", re.I),
+     "mentions a blank image"),
+    (re.compile(r"^\s*(why|what|how|where|who)\b.*\b(i|my|me|you)\b", re.I), "a question to someone"),
     (re.compile(r"\b(this|the)\s+(hit|task|page)\b", re.I), "talks about the task"),
     (re.compile(r"\b(i|my|me)\b\s", re.I), "first person"),
     (re.compile(r"\?\s*$"), "a question"),

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from annotator.analysis.gold import (
@@ -292,7 +292,7 @@ def _verdict(answer_choice: str, answer_score, scale: str) -> bool | None:
 
 def assignment_peer_agreement(*, assignment: Assignment) -> tuple[int, int]:
     """(agreeing, compared): the assignment's candidate verdicts against the majority of the other
-    workers' submitted or approved answers to the same pairs in the campaign. A read; no locks."""
+    workers' clean answers to the same pairs in the campaign. A read; no locks."""
     campaign = assignment.hit.campaign
     pair_of_item = dict(
         HitItem.objects.filter(hit_id=assignment.hit_id, role=ItemRole.CANDIDATE).values_list("pk", "pair_id")
@@ -305,12 +305,16 @@ def assignment_peer_agreement(*, assignment: Assignment) -> tuple[int, int]:
         if verdict is not None:
             own[pair_of_item[item_id]] = verdict
     peers: dict[int, list[bool]] = {}
+    # Peers are answers that passed every check themselves: approved, or scored, unflagged and with all
+    # gold right. A flagged or half-checked assignment must not vouch for, or accuse, anyone.
+    clean = Q(assignment__status=AssignmentStatus.APPROVED) | Q(
+        assignment__status=AssignmentStatus.SUBMITTED,
+        assignment__scored_at__isnull=False,
+        assignment__flags=[],
+        assignment__gold_correct=F("assignment__gold_total"),
+    )
     rows = (
-        Answer.objects.filter(
-            item__pair_id__in=list(own),
-            assignment__hit__campaign=campaign,
-            assignment__status__in=[AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED],
-        )
+        Answer.objects.filter(clean, item__pair_id__in=list(own), assignment__hit__campaign=campaign)
         .exclude(assignment_id=assignment.pk)
         .values_list("item__pair_id", "choice", "score")
     )

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from annotator import scales
 from annotator.errors import ApplicationError
 from annotator.models import (
+    Assignment,
     AssignmentStatus,
     Campaign,
     CampaignStatus,
@@ -85,9 +86,14 @@ def worker_required(view):
     def wrapped(request, *args, **kwargs):
         worker = None
         if request.user.is_authenticated:
+            # One query for the worker and the role (these pages are hit on every autosave).
+            worker = Worker.objects.select_related("user__profile").filter(user_id=request.user.pk).first()
+            if worker is not None:
+                request.user.profile = worker.user.profile if hasattr(worker.user, "profile") else None
             if user_role(request.user) != Role.WORKER:
                 raise PermissionDenied("These pages are for crowd workers.")
-            worker = worker_for_user(user=request.user)
+            if worker is None:
+                worker = worker_for_user(user=request.user)
         else:
             worker = _external_worker(request)
         if worker is None:
@@ -233,12 +239,15 @@ def work_qualification(request, campaign_id: int):
             messages.error(request, f"Not passed this time ({attempt.score:.0%}, {campaign.qualification_pass_mark:.0%}"
                                     f" needed). You can try again in {campaign.qualification_cooldown_minutes} minutes.")
             return redirect("work_campaign", campaign_id=campaign.pk)
+    items = _qualification_items(attempt)
+    if request.method == "POST":  # keep what the worker already chose when something was missing
+        for item in items:
+            item["chosen"] = request.POST.get(f"q-{item['index']}", "")
     context = {
         "campaign": campaign,
         "attempt": attempt,
-        "items": _qualification_items(attempt),
+        "items": items,
         "error": error,
-        "posted": request.POST if request.method == "POST" else {},
         "wording": similarity_wording(_campaign_kind(campaign)),
         **_scale_context(campaign),
     }
@@ -321,7 +330,8 @@ def _json_body(request) -> dict:
 @handles_application_errors
 def work_answer(request, assignment_id: int):
     """Autosave one item (JSON in, JSON out). CSRF-protected like every POST."""
-    assignment = _own_assignment(request, assignment_id)
+    # The service locks the row and answers 404 unless it is this worker's: no separate lookup here.
+    assignment = Assignment(pk=assignment_id)
     body = _json_body(request)
     for key in ("shortcomings", "wrong_aspects"):
         if body.get(key) is not None and not isinstance(body.get(key), list):
@@ -337,7 +347,7 @@ def work_answer(request, assignment_id: int):
         comment=body.get("comment") if isinstance(body.get("comment"), str) else "",
         seconds_spent=body.get("seconds_spent"),
     )
-    missing = assignment_services.answer_missing(campaign=assignment.hit.campaign, answer=answer)
+    missing = assignment_services.answer_missing(campaign=answer.assignment.hit.campaign, answer=answer)
     return JsonResponse({"saved": True, "complete": missing is None, "missing": missing})
 
 

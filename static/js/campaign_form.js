@@ -6,7 +6,7 @@
     var chosen = select.value;
     document.querySelectorAll(".run-choices input[data-dataset]").forEach(function (box) {
       var match = !chosen || box.getAttribute("data-dataset") === chosen;
-      box.closest("label").hidden = !match;
+      box.closest("label").style.display = match ? "" : "none";
       if (!match) box.checked = false;
     });
   }

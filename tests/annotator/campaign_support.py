@@ -50,6 +50,9 @@ def add_run(*, dataset, name: str, seed: int, top_k: int = 25, directions=("i2t"
     caption_rows = list(dataset.captions.order_by("pk").values_list("pk", "image_id"))
     captions = np.array([c for c, _ in caption_rows])
     image_of = dict(caption_rows)
+    captions_of = {}
+    for caption, image in caption_rows:
+        captions_of.setdefault(image, []).append(caption)
     rows = []
     for direction in directions:
         queries, targets = {
@@ -65,12 +68,12 @@ def add_run(*, dataset, name: str, seed: int, top_k: int = 25, directions=("i2t"
             k = min(top_k, len(pool))
             # Bias: the query's own partner(s) first, like a decent retrieval model.
             if direction == "i2t":
-                own = [c for c in captions.tolist() if image_of[c] == query][:2]
+                own = captions_of.get(query, [])[:2]
             elif direction == "t2i":
                 own = [image_of[query]]
             else:
                 own = []
-            rest = [int(t) for t in rng.permutation(pool) if int(t) not in own]
+            rest = [int(t) for t in rng.choice(pool, size=min(len(pool), k + len(own)), replace=False) if int(t) not in own]
             chosen = (own + rest)[:k]
             rows.extend(
                 Candidate(run=run, direction=direction, query_id=query, target_id=t, rank=r + 1, score=1.0 - r / 100)

@@ -59,3 +59,13 @@ def test_approve_and_reject_call_mturk_for_external_assignments_only(client):
     mturk_approve(assignment=local, client=client)  # no call: a local worker
     with pytest.raises(ApplicationError, match="reason"):
         mturk_reject(assignment=external, client=client, feedback=" ")
+
+
+def test_quality_control_seam_mirrors_decisions_and_survives_mturk_errors(client):
+    from annotator.mturk import assignment_approve_external, assignment_reject_external
+
+    external = AssignmentFactory(external_assignment_id="3SEAM")
+    client.stubber.add_response("approve_assignment", {}, {"AssignmentId": "3SEAM"})
+    client.stubber.add_client_error("reject_assignment", service_error_code="RequestError", http_status_code=400)
+    assert assignment_approve_external(assignment=external, client=client) is True
+    assert assignment_reject_external(assignment=external, reason="wrong gold", client=client) is False

@@ -7,6 +7,7 @@ Screenshots go to test-artifacts/ (gitignored).
 from pathlib import Path
 
 import pytest
+from django.db import connections
 
 import config.urls
 from annotator.models import Answer, Assignment, AssignmentStatus, QualificationAttempt
@@ -34,8 +35,13 @@ def browser(monkeypatch):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+        try:
+            yield browser
+        finally:
+            # ORM calls made while Playwright's loop runs get their own connection (asgiref's context-local
+            # storage); close it here, or the test database cannot be dropped at the end of the session.
+            connections.close_all()
+            browser.close()
 
 
 @pytest.fixture
@@ -152,3 +158,35 @@ def test_new_worker_end_to_end(live_server, browser, media_served):
     shot(phone, "10-phone-hit")
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, "the HIT page scrolls sideways on a phone"
+
+
+def test_similarity_slider_by_keyboard(live_server, browser, media_served):
+    """A similarity campaign: digits jump along the worded slider, no number is shown, progress follows."""
+    from django.test import Client
+
+    from annotator.models import Role
+    from annotator.services.workers import worker_for_user
+    from tests.factories import user_with_role
+
+    campaign = live_campaign_with_hits(hits=1, candidates=2, scale="similarity", qualification_items=0)
+    user = user_with_role(Role.WORKER)
+    worker_for_user(user=user)
+    client = Client()
+    client.force_login(user)
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
+    page = context.new_page()
+    page.goto(f"{live_server.url}/work/campaigns/{campaign.pk}/")
+    page.locator("#start-working").click()
+    page.wait_for_selector("#hit-form .item")
+    for key in ("4", "Enter", "2", "Enter", "5"):
+        page.keyboard.press(key)
+    page.keyboard.press("ArrowLeft")  # fine-tune the last one a little
+    page.wait_for_function("document.getElementById('save-state').textContent === 'All answers saved.'")
+    assert page.locator("#progress-text").inner_text() == "3 / 4 answered"
+    assert page.locator("#item-1 .slider-state").inner_text() == "Rated: Mostly matched"
+    assert "4.0" not in page.locator("#item-1").inner_text()
+    shot(page, "11-similarity")
+    scores = sorted(Answer.objects.filter(assignment__worker__user=user).values_list("score", flat=True))
+    assert scores == [2.0, 4.0, 4.99]
+    context.close()

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 def test_build_campaign_command_builds_launches_and_prints_the_numbers():
     owner = user_with_role(Role.REQUESTER)
     dataset = make_dataset(images=30)
-    runs = [add_run(dataset=dataset, name=f"cmd-{i}", seed=i) for i in range(2)]
+    runs = [add_run(dataset=dataset, name=f"cmd-{i}", seed=i, directions=("i2t",)) for i in range(2)]
     out = io.StringIO()
     call_command(
         "build_campaign", "--dataset", dataset.name, "--runs", ",".join(str(r.pk) for r in runs), "--name", "cli",
@@ -39,7 +39,7 @@ def test_demo_campaign_is_built_launched_and_idempotent():
     user_with_role(Role.REQUESTER, username="requester")
     dataset = make_dataset(images=15, name="demo")
     for name, seed in (("minilm_pivot", 1), ("tfidf_pivot", 2)):
-        add_run(dataset=dataset, name=name, seed=seed)
+        add_run(dataset=dataset, name=name, seed=seed, directions=("i2t",))
     out = io.StringIO()
     demo_campaign(out=OutputWrapper(out))
     campaign = Campaign.objects.get(name=DEMO_CAMPAIGN_NAME)

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def campaign():
     dataset = make_dataset(images=40)
-    runs = [add_run(dataset=dataset, name=f"m{i}", seed=i) for i in range(2)]
+    runs = [add_run(dataset=dataset, name=f"m{i}", seed=i, directions=("i2t",)) for i in range(2)]
     owner = user_with_role(Role.REQUESTER)
     campaign = campaign_create(owner=owner, dataset=dataset, runs=runs, name="hits", gold_negatives_per_hit=2)
     return campaign_build(campaign=campaign)

@@ -40,8 +40,17 @@ def owner():
 
 @pytest.fixture
 def world():
+    """40 images x 5 captions, three annotators with image-to-caption candidates."""
     dataset = make_dataset(images=40)
-    runs = [add_run(dataset=dataset, name=f"model-{i}", seed=i) for i in range(3)]
+    runs = [add_run(dataset=dataset, name=f"model-{i}", seed=i, directions=("i2t",)) for i in range(3)]
+    return dataset, runs
+
+
+@pytest.fixture
+def world_both():
+    """The same with candidates in both directions (for two-stage campaigns)."""
+    dataset = make_dataset(images=40)
+    runs = [add_run(dataset=dataset, name=f"model-{i}", seed=i) for i in range(2)]
     return dataset, runs
 
 
@@ -61,8 +70,8 @@ def test_same_seed_builds_the_same_campaign_and_another_seed_does_not(owner, wor
     assert campaign_snapshot(first) != campaign_snapshot(third)
 
 
-def test_every_hit_has_the_exact_composition_and_no_pair_twice(owner, world):
-    dataset, runs = world
+def test_every_hit_has_the_exact_composition_and_no_pair_twice(owner, world_both):
+    dataset, runs = world_both
     campaign = build(owner, dataset, runs, direction="both", redundancy=3, gold_exclusion_depth=20, pool_depth=4)
     snapshot = campaign_snapshot(campaign)
     assert snapshot
@@ -110,8 +119,8 @@ def test_pool_is_the_union_of_every_runs_top_k_with_provenance(owner, world):
     assert set(Pair.objects.filter(campaign=campaign, sources__isnull=False).values_list("pk", flat=True)) <= asked
 
 
-def test_gold_negatives_are_in_no_annotators_top_exclusion_depth_and_positives_are_original(owner, world):
-    dataset, runs = world
+def test_gold_negatives_are_in_no_annotators_top_exclusion_depth_and_positives_are_original(owner, world_both):
+    dataset, runs = world_both
     campaign = build(owner, dataset, runs, direction="both", gold_exclusion_depth=20)
     own = dict(Caption.objects.filter(dataset=dataset).values_list("pk", "image_id"))
     items = HitItem.objects.filter(hit__campaign=campaign).exclude(role=ItemRole.CANDIDATE).select_related("pair", "hit")
@@ -204,6 +213,11 @@ def test_adding_a_run_adds_only_new_pairs_in_new_hits(owner, world):
     assert shared.exists()
     for _i, _s, _r, items in campaign_snapshot(campaign):
         assert Counter(item[1] for item in items) == {"candidate": 16, "gold_positive": 1, "gold_negative": 1}
+    # Every proposed pair is asked as a candidate somewhere, including former gold pairs the new run proposed.
+    asked = set(
+        HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
+    )
+    assert set(Pair.objects.filter(campaign=campaign, sources__isnull=False).values_list("pk", flat=True)) <= asked
     assert campaign.status == CampaignStatus.LIVE
     count = after.count()
     campaign_add_run(campaign=campaign, run=runs[2])  # idempotent
@@ -296,3 +310,23 @@ def test_caption_caption_campaigns_pair_captions_on_the_similarity_scale(owner):
         assert own[item.pair.caption_id] == own[item.pair.other_caption_id]  # co-captions
     for _i, _s, _r, items in campaign_snapshot(campaign):
         assert len(items) == 18
+
+
+def test_a_gold_pair_that_a_new_run_proposes_is_asked_as_a_candidate(owner, world):
+    dataset, runs = world
+    campaign = build(owner, dataset, runs[:1], sample_count=10)
+    gold = HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.GOLD_POSITIVE).select_related("pair").first()
+    image_id, caption_id = gold.pair.image_id, gold.pair.caption_id
+    newcomer = RankingRunFactory(dataset=dataset, top_k=25)
+    captions = list(Caption.objects.filter(dataset=dataset).exclude(pk=caption_id).values_list("pk", flat=True))
+    Candidate.objects.bulk_create(
+        [Candidate(run=newcomer, direction="i2t", query_id=image_id, target_id=caption_id, rank=1, score=0.99)]
+        + [
+            Candidate(run=newcomer, direction="i2t", query_id=image_id, target_id=c, rank=r + 2, score=0.5)
+            for r, c in enumerate(captions[:24])
+        ]
+    )
+    campaign_add_run(campaign=campaign, run=newcomer)
+    assert HitItem.objects.filter(hit__campaign=campaign, pair=gold.pair, role=ItemRole.CANDIDATE).exists()
+    assert PairSource.objects.filter(pair=gold.pair, run=newcomer, rank=1).exists()
+    assert Pair.objects.filter(campaign=campaign, image_id=image_id, caption_id=caption_id).count() == 1

@@ -26,7 +26,7 @@ def _peers(hit, n=2, candidate="no"):
 
 def test_without_tolerance_any_gold_miss_goes_to_review():
     hit = hit_with_gold(candidates=8, tolerated_gold_misses=0)
-    assert assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="no").pk).flags == [FLAG_GOLD_FAILED]
+    assert assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="mostly_no").pk).flags == [FLAG_GOLD_FAILED]
 
 
 def test_tolerated_miss_of_a_trusted_worker_is_forgiven_at_once():
@@ -34,14 +34,14 @@ def test_tolerated_miss_of_a_trusted_worker_is_forgiven_at_once():
     hit = hit_with_gold(candidates=8, tolerated_gold_misses=1)
     worker = WorkerFactory()
     QualificationAttempt.objects.create(worker=worker, campaign=hit.campaign, items=[1, 2, 3, 4, 5, 6], score=1.0, passed=True)
-    assignment = assignment_score(assignment_id=submit(hit, worker=worker, candidate="no", gold_positive="no").pk)
+    assignment = assignment_score(assignment_id=submit(hit, worker=worker, candidate="no", gold_positive="mostly_no").pk)
     assert assignment.flags == [] and assignment.auto_approve_at is not None
 
 
 def test_tolerated_miss_vouched_for_by_peers_is_approved():
     hit = hit_with_gold(candidates=8, tolerated_gold_misses=1, redundancy=3)
     _peers(hit)
-    assignment = assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="no").pk)
+    assignment = assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="mostly_no").pk)
     assert assignment.flags == []  # unknown worker: waits for the peers
     assert assignment_peer_agreement(assignment=assignment) == (8, 8)
     assignments_auto_approve_due(now=timezone.now() + LATER)
@@ -52,7 +52,7 @@ def test_tolerated_miss_vouched_for_by_peers_is_approved():
 def test_tolerated_miss_contradicted_by_peers_goes_to_review():
     hit = hit_with_gold(candidates=8, tolerated_gold_misses=1, redundancy=3)
     _peers(hit, candidate="no")
-    assignment = assignment_score(assignment_id=submit(hit, candidate="yes", gold_positive="no").pk)
+    assignment = assignment_score(assignment_id=submit(hit, candidate="yes", gold_positive="mostly_no").pk)
     assignments_auto_approve_due(now=timezone.now() + LATER)
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.SUBMITTED
@@ -61,7 +61,7 @@ def test_tolerated_miss_contradicted_by_peers_goes_to_review():
 
 def test_tolerated_miss_without_peers_goes_to_review_and_auto_reject_applies():
     hit = hit_with_gold(candidates=8, tolerated_gold_misses=1, gold_fail_action=GoldFailAction.REJECT)
-    assignment = assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="no").pk)
+    assignment = assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="mostly_no").pk)
     assignments_auto_approve_due(now=timezone.now() + LATER)
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.REJECTED and FLAG_GOLD_FAILED in assignment.flags

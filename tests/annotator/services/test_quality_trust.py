@@ -33,12 +33,13 @@ def test_no_soft_block_on_too_little_evidence():
     assert not worker.soft_blocked  # 1 of 2: bad luck or guessing, too early to say
 
 
-def test_soft_block_flags_work_waiting_for_auto_approval():
+def test_soft_block_flags_work_waiting_for_auto_approval(django_capture_on_commit_callbacks):
     worker = WorkerFactory()
     good = assignment_score(assignment_id=submit(hit_with_gold(), worker=worker, candidate="no").pk)
     assert good.flags == [] and good.auto_approve_at is not None
-    for _ in range(3):
-        assignment_score(assignment_id=submit(hit_with_gold(), worker=worker, candidate="no", gold_positive="no").pk)
+    with django_capture_on_commit_callbacks(execute=True):  # the flagging runs once the block commits
+        for _ in range(4):  # 6 of 10 gold right: P(guessing) = 0.98
+            assignment_score(assignment_id=submit(hit_with_gold(), worker=worker, candidate="no", gold_positive="mostly_no").pk)
     good.refresh_from_db()
     assert good.flags == [FLAG_LOW_TRUST] and good.auto_approve_at is None
     assert good.status == AssignmentStatus.SUBMITTED

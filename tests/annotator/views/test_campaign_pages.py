@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def world():
     dataset = make_dataset(images=30)
-    runs = [add_run(dataset=dataset, name=f"pages-{i}", seed=i) for i in range(2)]
+    runs = [add_run(dataset=dataset, name=f"pages-{i}", seed=i, directions=("i2t",)) for i in range(2)]
     return dataset, runs
 
 

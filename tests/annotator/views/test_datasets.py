@@ -96,3 +96,62 @@ def test_home_links_each_role_to_its_pages(client, role, expected, absent):
 def test_home_for_a_visitor_offers_log_in(client):
     page = client.get(reverse("home")).content.decode()
     assert reverse("login") in page and "/datasets/" not in page
+
+
+def _upload_files(tmp_path, *, corrupt=False):
+    """A two-image COCO set as uploads: captions.json and images.zip."""
+    import io
+    import json
+    import zipfile
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from PIL import Image as PILImage
+
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        for image_id, colour in ((1, "red"), (2, "blue")):
+            buffer = io.BytesIO()
+            PILImage.new("RGB", (30, 20), colour).save(buffer, format="PNG")
+            zf.writestr(f"{image_id}.png", buffer.getvalue()[:40] if corrupt and image_id == 2 else buffer.getvalue())
+    coco = {"images": [{"id": 1, "file_name": "1.png"}, {"id": 2, "file_name": "2.png"}],
+            "annotations": [{"id": 11, "image_id": 1, "caption": "A red box."},
+                            {"id": 21, "image_id": 2, "caption": "A blue box."},
+                            {"id": 31, "image_id": 3, "caption": "Nobody's picture."}][: 3 if corrupt else 2]}
+    return {
+        "captions": SimpleUploadedFile("captions.json", json.dumps(coco).encode(), content_type="application/json"),
+        "images": SimpleUploadedFile("my images.zip", archive.getvalue(), content_type="application/zip"),
+    }
+
+
+def test_a_requester_imports_from_the_browser_and_owns_the_dataset(client, requester, tmp_path):
+    from annotator.models import Dataset
+
+    client.force_login(requester)
+    response = client.post(reverse("dataset-import"), {"name": "uploaded", **_upload_files(tmp_path)})
+    dataset = Dataset.objects.get(name="uploaded")
+    assert response.status_code == 302 and response.url == reverse("dataset-detail", args=[dataset.pk])
+    assert dataset.owner == requester and dataset.images.count() == 2 and dataset.captions.count() == 2
+    page = client.get(response.url).content.decode()
+    assert "Imported 2 images and 2 captions into uploaded." in page and "A blue box." in page
+
+
+def test_a_refused_upload_names_every_offender_and_imports_nothing(client, requester, tmp_path):
+    from annotator.models import Image
+
+    client.force_login(requester)
+    response = client.post(reverse("dataset-import"), {"name": "bad-upload", **_upload_files(tmp_path, corrupt=True)})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "image 2 (images[1]): file &#x27;2.png&#x27;" in page and "refers to unknown image 3" in page
+    assert Image.objects.count() == 0
+
+
+def test_upload_form_errors_and_roles(client, requester, tmp_path):
+    client.force_login(requester)
+    missing = client.post(reverse("dataset-import"), {"name": "no-files"})
+    assert missing.status_code == 400 and "This field is required." in missing.content.decode()
+    wrong = _upload_files(tmp_path)
+    wrong["images"].name = "images.tar"
+    assert client.post(reverse("dataset-import"), {"name": "tar", **wrong}).status_code == 400
+    client.force_login(user_with_role(Role.WORKER))
+    assert client.post(reverse("dataset-import"), {"name": "x", **_upload_files(tmp_path)}).status_code == 403

@@ -271,3 +271,14 @@ def test_similarity_hit_page_has_a_worded_slider_without_numbers_and_saves_score
                          {"answers": [{"item_token": t, "score": 3.3} for t in tokens]})
     assert response.status_code == 200
     assert set(Answer.objects.values_list("score", flat=True)) == {3.3}
+
+
+def test_incomplete_qualification_keeps_the_choices_and_says_what_is_missing():
+    campaign = live_campaign_with_hits(hits=1, qualification_items=2)
+    client, worker = worker_client(campaign, qualified=False)
+    client.get(reverse("work_qualification", args=[campaign.pk]))
+    response = client.post(reverse("work_qualification", args=[campaign.pk]), {"q-0": "mostly_no"})
+    html = response.content.decode()
+    assert response.status_code == 400 and "missing: 2" in html
+    assert 'name="q-0" value="mostly_no" checked' in html
+    assert QualificationAttempt.objects.get(worker=worker).passed is None

@@ -1,0 +1,106 @@
+"""A requester in Debian's Chromium: create a campaign with the form, build it, read the numbers, launch it.
+
+Screenshots go to test-artifacts/ (gitignored): campaign-01-form.png ... campaign-04-phone.png.
+"""
+
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connections
+from django.test import Client
+
+from annotator.models import Campaign, CampaignStatus, Role
+from tests.annotator.campaign_support import add_run, make_dataset
+from tests.factories import user_with_role
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("Debian chromium is not installed")
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            connections.close_all()
+            browser.close()
+
+
+def shot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"campaign-{name}.png"), full_page=True)
+
+
+def logged_in_context(browser, live_server, user, **kwargs):
+    client = Client()
+    client.force_login(user)
+    context = browser.new_context(**kwargs)
+    context.add_cookies(
+        [{"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+          "url": live_server.url}]
+    )
+    return context
+
+
+def test_requester_creates_builds_and_launches_a_campaign(live_server, browser):
+    requester = user_with_role(Role.REQUESTER, username="req-e2e")
+    dataset = make_dataset(images=30, name="coco-mini")
+    for i in range(2):
+        add_run(dataset=dataset, name=f"e2e-model-{i}", seed=i, directions=("i2t",))
+    other = make_dataset(images=3, name="other-set")
+    add_run(dataset=other, name="other-model", seed=9, directions=("i2t",))
+
+    page = logged_in_context(browser, live_server, requester, viewport={"width": 1280, "height": 900}).new_page()
+    page.set_default_timeout(15000)
+    page.goto(f"{live_server.url}/campaigns/")
+    page.get_by_role("link", name="New campaign").click()
+    page.get_by_label("Name").fill("Verify coco-mini")
+    page.get_by_label("Dataset").select_option(label="coco-mini")
+    # Only the chosen dataset's runs are offered.
+    assert not page.get_by_label("other-model on other-set", exact=False).is_visible()
+    page.get_by_label("e2e-model-0 on coco-mini", exact=False).check()
+    page.get_by_label("e2e-model-1 on coco-mini", exact=False).check()
+    page.get_by_label("Sample count").fill("20")
+    page.get_by_label("Redundancy").fill("2")
+    page.get_by_label("Reward cents").fill("140")
+    shot(page, "01-form")
+    page.get_by_role("button", name="Save as draft").click()
+    page.wait_for_url("**/campaigns/*/")
+    assert "saved as a draft" in page.content()
+
+    page.get_by_role("button", name="Build HITs").click()
+    page.wait_for_load_state()
+    campaign = Campaign.objects.get(name="Verify coco-mini")
+    hits = campaign.hits.count()
+    assert campaign.status == CampaignStatus.BUILT and hits > 0
+    assert page.locator("#stat-hits").inner_text() == str(hits)
+    assert page.locator("#stat-cost").inner_text() == f"${hits * 2 * 1.4 * 1.2:.2f}"
+    assert page.get_by_text("Overlap between annotators").is_visible()
+    shot(page, "02-built")
+
+    page.get_by_role("button", name="Launch").click()
+    page.wait_for_load_state()
+    assert "Launched" in page.content()
+    assert page.get_by_text(f"0 of {hits} HITs done").is_visible()
+    campaign.refresh_from_db()
+    assert campaign.status == CampaignStatus.LIVE
+    shot(page, "03-live")
+
+    phone = logged_in_context(browser, live_server, requester, viewport={"width": 390, "height": 844}).new_page()
+    phone.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
+    assert phone.get_by_role("button", name="Pause").is_visible()
+    width = phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= 420  # no sideways scrolling of the page on a phone (the overlap table scrolls itself)
+    shot(phone, "04-phone")
