@@ -72,6 +72,9 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The embedded default serves a few people at once; wait for the write lock instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
+    # Writers take the lock when their transaction begins, so two requests that read then write (a HIT
+    # claim, an autosave) queue for it instead of one failing with "database is locked".
+    DATABASES["default"]["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -184,6 +187,10 @@ QUALITY_PEER_AGREEMENT_EXCUSE = env.float("QUALITY_PEER_AGREEMENT_EXCUSE", defau
 CELERY_BEAT_SCHEDULE["quality-auto-approve"] = {
     "task": "workers.tasks.quality.assignments_auto_approve_task",
     "schedule": env.float("QUALITY_AUTO_APPROVE_EVERY_SECONDS", default=300.0),
+}
+CELERY_BEAT_SCHEDULE["quality-aggregate"] = {
+    "task": "workers.tasks.quality.labels_aggregate_stale_task",
+    "schedule": env.float("QUALITY_AGGREGATE_EVERY_SECONDS", default=900.0),
 }
 
 # Crowd workers (issue 5, docs/workers.md): sign-up invite code (empty = open) and the lease-expiry beat.

@@ -15,4 +15,9 @@ urlpatterns = [
 if settings.STORAGES["default"]["BACKEND"].endswith("FileSystemStorage"):
     # Local-disk media (the embedded default). With S3 the storage hands out its own URLs.
     media_prefix = settings.MEDIA_URL.lstrip("/")
-    urlpatterns += [re_path(rf"^{media_prefix}(?P<path>.*)$", serve, {"document_root": settings.MEDIA_ROOT})]
+
+    def media(request, path):
+        # MEDIA_ROOT is read per request (not captured at import) so tests that move it still serve files.
+        return serve(request, path, document_root=settings.MEDIA_ROOT)
+
+    urlpatterns += [re_path(rf"^{media_prefix}(?P<path>.*)$", media)]

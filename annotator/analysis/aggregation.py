@@ -100,32 +100,39 @@ def gold_weighted_vote(votes: list[Vote], *, gold: dict[int, tuple[int, int]]) -
 def dawid_skene(votes: list[Vote], *, n_iter: int = 100, tol: float = 1e-5) -> dict[int, AggregatedLabel]:
     """Dawid-Skene (1979) over the four choices, by crowd-kit; confidence from the class posteriors."""
     import pandas as pd
-    from crowdkit.aggregation import DawidSkene
 
     rows = [(vote.pair_id, vote.worker_id, vote.choice) for vote in votes if vote.choice]
     if not rows:
         return {}
-    frame = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    return dawid_skene_frame(pd.DataFrame(rows, columns=["task", "worker", "label"]), n_iter=n_iter, tol=tol)
+
+
+def dawid_skene_frame(frame, *, n_iter: int = 100, tol: float = 1e-5) -> dict[int, AggregatedLabel]:
+    """Dawid-Skene on a pandas frame with columns task, worker, label (the four choice values)."""
+    import numpy as np
+    from crowdkit.aggregation import DawidSkene
+
     counts = frame.groupby("task").size()
     proba = DawidSkene(n_iter=n_iter, tol=tol).fit_predict_proba(frame)
-    labels = {}
     columns = list(proba.columns)
-    positive_columns = [c for c in columns if c in POSITIVE]
     values = proba.to_numpy()
-    positive_share = proba[positive_columns].sum(axis=1).to_numpy() if positive_columns else [0.0] * len(proba)
-    for row, task in enumerate(proba.index):
-        p_positive = float(positive_share[row])
-        is_positive = p_positive > 0.5
+    zeros = np.zeros(len(proba))
+    column = {c: (values[:, columns.index(c)] if c in columns else zeros) for c in CHOICES}
+    p_positive = column["yes"] + column["partially_yes"]
+    answer_counts = counts.reindex(proba.index).to_numpy()
+    labels = {}
+    for row, task in enumerate(proba.index.tolist()):
+        positive = float(p_positive[row])
+        is_positive = positive > 0.5
         side = POSITIVE if is_positive else NEGATIVE
-        candidates = [(values[row][columns.index(c)] if c in columns else 0.0, c) for c in side]
-        choice = max(candidates)[1]
+        choice = max(side, key=lambda c: column[c][row])
         labels[int(task)] = AggregatedLabel(
             choice=choice,
             score=None,
             is_positive=is_positive,
             is_positive_strict=is_positive and choice == "yes",
-            confidence=min(max(max(p_positive, 1.0 - p_positive), 0.0), 1.0),
-            answer_count=int(counts.loc[task]),
+            confidence=min(max(positive, 1.0 - positive), 1.0),
+            answer_count=int(answer_counts[row]),
         )
     return labels
 

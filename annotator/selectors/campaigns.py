@@ -22,10 +22,10 @@ from annotator.models import (
 
 
 def campaign_list_for_owner(*, owner) -> QuerySet[Campaign]:
-    """The owner's campaigns (and those shared with them), newest first, with HIT counts."""
+    """The requester's own campaigns, newest first, with HIT counts. (Sharing gives researchers read access
+    through the API; it does not let another requester build or launch a campaign.)"""
     return (
-        Campaign.objects.filter(Q(owner=owner) | Q(shared_with=owner))
-        .distinct()
+        Campaign.objects.filter(owner=owner)
         .select_related("dataset")
         .annotate(hit_count=Count("hits", distinct=True))
         .order_by("-created_at", "-id")
@@ -33,7 +33,7 @@ def campaign_list_for_owner(*, owner) -> QuerySet[Campaign]:
 
 
 def campaign_get_for_owner(*, owner, campaign_id: int) -> Campaign | None:
-    """The campaign if `owner` owns it or it is shared with them, else None (callers answer 404)."""
+    """The campaign if `owner` owns it, else None (callers answer 404)."""
     return campaign_list_for_owner(owner=owner).filter(pk=campaign_id).first()
 
 

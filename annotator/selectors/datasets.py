@@ -1,6 +1,7 @@
 """Dataset reads for the requester pages (and anyone else who needs the same visibility rule)."""
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from annotator.errors import ApplicationError
 from annotator.models import Caption, Dataset, Image
@@ -12,9 +13,15 @@ def dataset_list_visible(*, user) -> QuerySet[Dataset]:
     datasets = Dataset.objects.select_related("owner")
     if not (user.is_staff or user.is_superuser):
         datasets = datasets.filter(Q(owner__isnull=True) | Q(owner=user))
+    # One subquery per count: joining images and captions at once would multiply their rows.
     return datasets.annotate(
-        image_count=Count("images", distinct=True), caption_count=Count("captions", distinct=True)
+        image_count=_count(Image), caption_count=_count(Caption)
     ).order_by("name")
+
+
+def _count(model) -> Coalesce:
+    rows = model.objects.filter(dataset=OuterRef("pk")).order_by().values("dataset").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
 
 
 def dataset_get_visible(*, user, dataset_id: int) -> Dataset:

@@ -52,10 +52,31 @@ def hit_items_for_worker(*, hit: Hit) -> list[dict]:
     return hit_worker_items(hit=hit)
 
 
+_TOKEN_CACHE: dict[tuple[int, str], tuple[tuple[str, int], ...]] = {}
+_TOKEN_CACHE_SIZE = 4096
+
+
+def _hit_item_tokens_cached(hit_id: int, hit_created_at: str) -> tuple[tuple[str, int], ...]:
+    key = (hit_id, hit_created_at)
+    cached = _TOKEN_CACHE.get(key)
+    if cached is None:
+        item_ids = HitItem.objects.filter(hit_id=hit_id).order_by("position").values_list("pk", flat=True)
+        cached = tuple((hit_item_token(hit_id=hit_id, item_id=item_id), item_id) for item_id in item_ids)
+        if cached:  # a HIT being built has no items yet: never remember that
+            if len(_TOKEN_CACHE) >= _TOKEN_CACHE_SIZE:
+                _TOKEN_CACHE.clear()
+            _TOKEN_CACHE[key] = cached
+    return cached
+
+
 def hit_item_tokens(*, hit: Hit) -> dict[str, int]:
-    """token -> HitItem id, for resolving what the browser sends back. Server side only."""
-    item_ids = HitItem.objects.filter(hit=hit).order_by("position").values_list("pk", flat=True)
-    return {hit_item_token(hit_id=hit.pk, item_id=item_id): item_id for item_id in item_ids}
+    """token -> HitItem id, for resolving what the browser sends back. Server side only.
+
+    Cached per process: the items of a HIT a worker can reach (a launched campaign) never change. The key
+    includes the HIT's creation time, so a HIT id reused by another HIT (a rebuilt draft, a test database)
+    is never served stale tokens.
+    """
+    return dict(_hit_item_tokens_cached(hit.pk, hit.created_at.isoformat()))
 
 
 def assignment_answers_for_worker(*, assignment: Assignment) -> dict[str, dict]:

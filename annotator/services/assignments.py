@@ -132,7 +132,10 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
     Locks: SELECT ... FOR UPDATE on the Worker row (serialises one worker's claims), then SELECT ... FOR
     UPDATE SKIP LOCKED on one open Hit at a time (concurrent claimers take different HITs); the HIT's active
     assignments (reserved, submitted, approved) are recounted under its lock, so a HIT never has more than
-    `assignments_required`. Never the same HIT twice to one worker (also a unique constraint).
+    `assignments_required`. When every HIT with room is locked by other claimers at that instant, it waits
+    for one (plain FOR UPDATE) rather than answer "none left" while a slot may be free. HITs go in stage,
+    then index order, so HITs fill up (and can be aggregated) one after another.
+    Never the same HIT twice to one worker (also a unique constraint).
     Idempotent: a worker who already holds an unexpired reserved lease in the campaign gets it back.
     Refuses (4xx ApplicationError) a campaign that is not live, blocked or soft-blocked workers, workers
     without a passed qualification, a worker at max_hits_per_worker, and "no HIT left" (404).

@@ -241,6 +241,8 @@ def _load_rows(*, run_ids: list[int], direction: str, max_rank: int, queries: np
 def _check_ids(*, rows: CandidateRows, direction: str, index: _DatasetIndex) -> None:
     query_space, target_space = DIRECTION_SPACES[direction]
     for values, space in ((rows.query, query_space), (rows.target, target_space)):
+        if len(values) and values.max() >= 2**32:  # pair keys pack two ids into 64 bits
+            raise ApplicationError(f"{space.capitalize()} ids beyond 2**32 are not supported by campaign building.")
         if len(values) and not np.isin(values, index.ids(space)).all():
             raise ApplicationError(
                 f"A ranking run has {direction} candidates whose {space} ids are not in this dataset; rerun it."
@@ -380,10 +382,14 @@ def _extend(
     next_index = 0 if next_index is None else next_index + 1
     max_rank = max(campaign.pool_depth, campaign.gold_exclusion_depth if campaign.gold_negatives_per_hit else 0)
 
+    timings = defaultdict(float)
     planned = []
     for stage in stages:
         direction, queries = stage["direction"], np.asarray(stage["queries"], dtype=np.int64)
+        clock = time.perf_counter()
         rows = _load_rows(run_ids=all_run_ids, direction=direction, max_rank=max_rank, queries=queries)
+        timings["read_candidates"] += time.perf_counter() - clock
+        clock = time.perf_counter()
         _check_ids(rows=rows, direction=direction, index=index)
         pool_rows = rows.select(np.isin(rows.run, np.asarray(pool_run_ids, dtype=np.int64)))
         pool = pool_candidates(pool_rows, direction=direction, query_order=queries, depth=campaign.pool_depth)
@@ -392,6 +398,9 @@ def _extend(
             excluded = exclusion_keys(rows, direction=direction, depth=campaign.gold_exclusion_depth)
         planned.append((stage, pool, excluded))
         candidate_keys.update(pool.keys.tolist())
+        timings["pool"] += time.perf_counter() - clock
+
+    clock = time.perf_counter()
 
     new_pair_keys: list[int] = []
     new_pair_meta: dict[int, tuple[str, int]] = {}  # key -> (direction, query)
@@ -456,6 +465,8 @@ def _extend(
             {"direction": direction, "proposals": pool.proposals, "new_pairs": int(len(fresh_keys)), "hits": len(hits)}
         )
 
+    timings["pack"] = time.perf_counter() - clock
+    clock = time.perf_counter()
     # Pairs, in a stable order, then their sources, HITs and items.
     key_array = np.array(new_pair_keys, dtype=np.int64)
     fields = _pair_fields(kind=kind, keys=key_array, index=index)
@@ -490,7 +501,13 @@ def _extend(
     ]
     _insert_rows(HitItem, item_rows, ids=False)
     hit_objects = hit_ids
-    return {"stages": report, "new_pairs": len(new_pair_keys), "new_hits": len(hit_objects)}
+    timings["write"] = time.perf_counter() - clock
+    return {
+        "stages": report,
+        "new_pairs": len(new_pair_keys),
+        "new_hits": len(hit_objects),
+        "timings": {name: round(seconds, 3) for name, seconds in timings.items()},
+    }
 
 
 def _existing_keys_with_role(campaign: Campaign, existing: dict[int, int], *, roles: list[str]) -> list[int]:
@@ -638,6 +655,7 @@ def campaign_build(*, campaign: Campaign) -> Campaign:
                 for stage, counts in zip(stages, result["stages"], strict=True)
             ],
             "added_runs": [],
+            "timings": result["timings"],
         }
         campaign.save(update_fields=["status", "built_at", "build_report"])
         _refresh_report(campaign, seconds=time.perf_counter() - started)

@@ -13,7 +13,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import transaction
+from django.db import reset_queries, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -162,6 +162,7 @@ def _validate(*, dataset: Dataset, reader, images, split_filter: SplitFilter | N
             if first != source_id:
                 plan.duplicates.setdefault(digest, [first]).append(source_id)
         checked += len(batch)
+        reset_queries()
         if progress:
             progress("checking images", checked, 0)
 
@@ -207,6 +208,7 @@ def _validate(*, dataset: Dataset, reader, images, split_filter: SplitFilter | N
                     plan.captions_unchanged += 1
             else:
                 plan.captions_new += 1
+        reset_queries()
 
     batch = []
     for record in reader.iter_captions():
@@ -307,6 +309,7 @@ def _write_images(*, dataset: Dataset, reader, images, split_filter: SplitFilter
                 images_done=F("images_done") + len(batch), updated_at=timezone.now()
             )
         written.clear()  # these files now belong to committed rows
+        reset_queries()  # with DEBUG on, Django keeps every query's SQL: thousands of bulk INSERTs add up
         done += len(batch)
         if progress:
             progress("importing images", done, total)
@@ -336,6 +339,7 @@ def _write_captions(*, dataset: Dataset, reader, created: array, progress: Progr
             Dataset.objects.filter(pk=dataset.pk).update(
                 captions_done=F("captions_done") + len(batch), updated_at=timezone.now()
             )
+        reset_queries()
         done += len(batch)
         if progress:
             progress("importing captions", done, total)

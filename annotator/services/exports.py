@@ -506,18 +506,28 @@ class _ChunkReader(io.RawIOBase):
 
 
 class _ChunkWriter:
-    """A file-like writer that hands each chunk COPY TO STDOUT produces to a bounded queue."""
+    """A file-like writer that gathers what COPY TO STDOUT writes (a row per call) into ~256 KiB chunks for a
+    bounded queue: memory stays at most the queue's 32 chunks, and the two threads hand over rarely."""
+
+    CHUNK_BYTES = 1 << 18
 
     def __init__(self, chunks: queue.Queue, failed: threading.Event):
         self._chunks = chunks
         self._failed = failed
+        self._pending = bytearray()
 
     def write(self, data) -> int:
+        self._pending += data.encode() if isinstance(data, str) else data
+        if len(self._pending) >= self.CHUNK_BYTES:
+            self.flush()
+        return len(data)
+
+    def flush(self) -> None:
         if self._failed.is_set():
             raise OSError("The target database stopped reading.")
-        data = data.encode() if isinstance(data, str) else bytes(data)
-        self._chunks.put(data)
-        return len(data)
+        if self._pending:
+            self._chunks.put(bytes(self._pending))
+            self._pending = bytearray()
 
 
 def _produce_copy_rows(chunks: queue.Queue, failed: threading.Event, *, campaign_id: int, method: str) -> int:
@@ -527,6 +537,7 @@ def _produce_copy_rows(chunks: queue.Queue, failed: threading.Event, *, campaign
         with connection.cursor() as cursor:
             select = cursor.cursor.mogrify(_pg_select_sql(), [campaign_id, method]).decode()
             cursor.cursor.copy_expert(f"COPY ({select}) TO STDOUT", writer, size=1 << 18)
+            writer.flush()
             return cursor.cursor.rowcount
     count, lines = 0, []
     for row in _stream(_pg_select_sql(), [campaign_id, method]):
@@ -537,6 +548,7 @@ def _produce_copy_rows(chunks: queue.Queue, failed: threading.Event, *, campaign
             lines = []
     if lines:
         writer.write("\n".join(lines) + "\n")
+    writer.flush()
     return count
 
 
@@ -606,7 +618,9 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                     )
                 )
                 cursor.copy_expert("COPY vericap_labels_in FROM STDIN", _ChunkReader(chunks), size=1 << 18)
-                # Without statistics the planner guesses a tiny temp table and the anti-join below goes quadratic.
+                # The target's statistics may be stale (it was just filled): an index keeps the anti-join below
+                # O(n log n) whatever plan is chosen; ANALYZE gives the temp table real numbers.
+                cursor.execute("CREATE INDEX ON vericap_labels_in (pair_id)")
                 cursor.execute("ANALYZE vericap_labels_in")
                 cursor.execute(
                     pgsql.SQL(

@@ -126,3 +126,32 @@ def hits_request_extra_assignment(*, campaign: Campaign, pair_ids: set[int]) -> 
             Hit.objects.filter(pk=hit_id).update(assignments_required=F("assignments_required") + 1, status=HitStatus.OPEN)
             raised += 1
     return raised
+
+
+def campaigns_aggregate_stale(*, limit: int = 20) -> list[int]:
+    """Aggregate live or paused campaigns with a decision newer than their newest label (beat task).
+
+    Each campaign goes through labels_aggregate (idempotent upsert); returns the ids aggregated.
+    """
+    from django.db.models import Max
+
+    from annotator.models import Assignment, CampaignStatus
+
+    done = []
+    campaigns = Campaign.objects.filter(status__in=[CampaignStatus.LIVE, CampaignStatus.PAUSED]).order_by("pk")
+    for campaign in campaigns:
+        last_decision = Assignment.objects.filter(hit__campaign=campaign, decided_at__isnull=False).aggregate(
+            t=Max("decided_at")
+        )["t"]
+        if last_decision is None:
+            continue
+        last_label = Label.objects.filter(pair__campaign=campaign).exclude(method=AggregationMethod.EXTERNAL).aggregate(
+            t=Max("updated_at")
+        )["t"]
+        if last_label is not None and last_label >= last_decision:
+            continue
+        labels_aggregate(campaign=campaign)
+        done.append(campaign.pk)
+        if len(done) >= limit:
+            break
+    return done

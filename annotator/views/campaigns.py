@@ -1,6 +1,6 @@
 """Requester pages for campaigns: list, create, detail with pre-launch statistics, state buttons.
 
-Requester-only; a requester sees only their own campaigns (and those shared with them): any other id is
+Requester-only; a requester sees only their own campaigns: any other id is
 a 404. Every state change is a POST with CSRF that calls a service; service errors render as a 4xx page.
 """
 

@@ -99,7 +99,7 @@ def worker_required(view):
         if worker is None:
             return redirect_to_login(request.get_full_path())
         request.worker = worker
-        return view(request, *args, **kwargs)
+        return _allow_mturk_frame(view(request, *args, **kwargs), worker)
 
     return wrapped
 
@@ -195,7 +195,13 @@ def work_claim(request, campaign_id: int):
     campaign = _live_campaign(campaign_id)
     if not work_selectors.worker_is_qualified(campaign=campaign, worker=request.worker):
         return redirect("work_qualification", campaign_id=campaign.pk)
-    assignment = assignment_services.assignment_claim(campaign=campaign, worker=request.worker)
+    try:
+        assignment = assignment_services.assignment_claim(campaign=campaign, worker=request.worker)
+    except ApplicationError as error:
+        if error.status in (403, 404, 409):  # nothing left, a limit reached, paused: say so on the dashboard
+            messages.warning(request, error.message)
+            return redirect("work_home")
+        raise
     return redirect("work_hit", assignment_id=assignment.pk)
 
 
@@ -307,8 +313,7 @@ def work_hit(request, assignment_id: int):
             "campaignId": campaign.pk,
         },
     )
-    response = render(request, "work/hit.html", context)
-    return _allow_mturk_frame(response, request.worker)
+    return render(request, "work/hit.html", context)
 
 
 def assignment_is_expired(assignment) -> bool:
@@ -425,7 +430,21 @@ def _valid_turk_submit_to(value: str) -> str:
     return f"https://{parts.hostname}"
 
 
+def mturk_framed(view):
+    """Every response of the arrival page (errors included) may be shown in MTurk's iframe."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        response = view(request, *args, **kwargs)
+        response.xframe_options_exempt = True
+        response["Content-Security-Policy"] = MTURK_FRAME_ANCESTORS
+        return response
+
+    return wrapped
+
+
 @require_GET
+@mturk_framed
 @handles_application_errors
 def mturk_arrival(request):
     """MTurk's iframe: preview (read-only) before accept; after accept, the worker's lease on this HIT."""
@@ -439,10 +458,7 @@ def mturk_arrival(request):
     if not assignment_id or assignment_id == MTURK_PREVIEW_ID:
         items = work_selectors.hit_items_for_worker(hit=hit)
         context = _hit_context(campaign=hit.campaign, items=items, answers={}, mode="preview")
-        response = render(request, "work/hit.html", context)
-        response.xframe_options_exempt = True
-        response["Content-Security-Policy"] = MTURK_FRAME_ANCESTORS
-        return response
+        return render(request, "work/hit.html", context)
     submit_to = _valid_turk_submit_to(request.GET.get("turkSubmitTo", ""))
     worker = worker_for_external(external_id=request.GET.get("workerId", ""))
     request.session[SESSION_MTURK_WORKER] = worker.pk
@@ -465,11 +481,10 @@ def mturk_done(request, assignment_id: int):
     if assignment.status == AssignmentStatus.RESERVED or not assignment.external_assignment_id:
         raise Http404("Nothing to send to MTurk.")
     submit_to = request.session.get(SESSION_MTURK_SUBMIT_TO) or "https://www.mturk.com"
-    response = render(request, "work/mturk_submit.html", {
+    return render(request, "work/mturk_submit.html", {
         "action": f"{submit_to}/mturk/externalSubmit",
         "assignment": assignment,
     })
-    return _allow_mturk_frame(response, request.worker)
 
 
 urlpatterns = [

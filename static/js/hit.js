@@ -316,6 +316,25 @@
     });
   });
 
+  // ---- returning a HIT is final: ask once ----
+  const returnForm = document.querySelector(".return-form");
+  if (returnForm) returnForm.addEventListener("submit", function (event) {
+    if (!window.confirm("Return this HIT? Someone else will do it and you cannot take it again.")) event.preventDefault();
+  });
+
+  // ---- the lease: warn in the last minutes ----
+  const expiresAt = Date.parse(data.expiresAt);
+  function checkLease() {
+    const minutes = Math.floor((expiresAt - Date.now()) / 60000);
+    if (minutes < 0) {
+      missingNode.textContent = "Your lease on this HIT has expired; reload the page.";
+      submitButton.disabled = true;
+    } else if (minutes < 5) {
+      setSaveState("Your lease on this HIT ends in " + (minutes + 1) + " minute" + (minutes ? "s" : "") + ": submit soon.");
+    }
+  }
+  setInterval(checkLease, 30000);
+
   // ---- start where the worker left off ----
   items.forEach(updateFollowups);
   refresh();

@@ -43,12 +43,20 @@ def topk_rows(block: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         chosen = torch.cat([above, tied])
         indices[row] = chosen
         values[row] = line[chosen]
-    # Order: score descending, ties by ascending column (two stable sorts).
-    by_column = torch.sort(indices, dim=1, stable=True)
-    values = torch.gather(values, 1, by_column.indices)
-    indices = by_column.values
-    by_score = torch.sort(values, dim=1, descending=True, stable=True)
-    return by_score.values, torch.gather(indices, 1, by_score.indices)
+    # topk already orders by score; only rows with equal neighbouring scores (and fixed-up rows) need
+    # sorting by score then column (two stable sorts, on those rows only).
+    unordered = (values[:, 1:] == values[:, :-1]).any(dim=1)
+    if extra:
+        unordered |= straddling  # fixed-up rows are in column order, not score order
+    tied_rows = torch.nonzero(unordered).flatten()
+    if tied_rows.numel():
+        sub_values, sub_indices = values[tied_rows], indices[tied_rows]
+        by_column = torch.sort(sub_indices, dim=1, stable=True)
+        sub_values = torch.gather(sub_values, 1, by_column.indices)
+        by_score = torch.sort(sub_values, dim=1, descending=True, stable=True)
+        values[tied_rows] = by_score.values
+        indices[tied_rows] = torch.gather(by_column.values, 1, by_score.indices)
+    return values, indices
 
 
 @dataclass

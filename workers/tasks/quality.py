@@ -42,3 +42,11 @@ def labels_aggregate_task(campaign_id: int, method: str | None = None) -> dict:
     if campaign is None:
         return {}
     return labels_aggregate(campaign=campaign, method=method)
+
+
+@shared_task(name="workers.tasks.quality.labels_aggregate_stale_task", **{**TASK_OPTIONS, "time_limit": 3600, "soft_time_limit": 3540})
+def labels_aggregate_stale_task() -> list[int]:
+    """Beat task: re-aggregate live campaigns whose approvals or rejections are newer than their labels."""
+    from annotator.services.labels import campaigns_aggregate_stale
+
+    return campaigns_aggregate_stale()

@@ -18,6 +18,7 @@ from annotator.models import (
     RunStatus,
 )
 from annotator.selectors.campaigns import campaign_statistics
+from annotator.selectors.hits import hit_worker_items
 from annotator.services.campaigns import (
     campaign_add_run,
     campaign_build,
@@ -310,6 +311,10 @@ def test_caption_caption_campaigns_pair_captions_on_the_similarity_scale(owner):
         assert own[item.pair.caption_id] == own[item.pair.other_caption_id]  # co-captions
     for _i, _s, _r, items in campaign_snapshot(campaign):
         assert len(items) == 18
+    # A worker sees two captions per item, gold or not, in the same shape.
+    entries = hit_worker_items(hit=campaign.hits.first())
+    assert all(e["caption"] and e["other_caption"] and e["image_url"] == "" for e in entries)
+    assert len({tuple(sorted((k, type(v).__name__) for k, v in e.items())) for e in entries}) == 1
 
 
 def test_a_gold_pair_that_a_new_run_proposes_is_asked_as_a_candidate(owner, world):

@@ -95,3 +95,16 @@ def test_aggregation_task_runs_the_service():
     _approved(hit)
     assert labels_aggregate_task.delay(hit.campaign_id, "majority").get()["labels"] == {"majority": 3}
     assert AssignmentStatus.APPROVED in set(hit.assignments.values_list("status", flat=True))
+
+
+def test_beat_aggregates_only_campaigns_with_newer_decisions():
+    from annotator.models import CampaignStatus
+    from annotator.services.labels import campaigns_aggregate_stale
+
+    hit = hit_with_gold(candidates=1, status=CampaignStatus.LIVE)
+    idle = hit_with_gold(candidates=1, status=CampaignStatus.LIVE)
+    _approved(hit)
+    assert campaigns_aggregate_stale() == [hit.campaign_id]
+    assert Label.objects.filter(pair__campaign=hit.campaign, method="dawid_skene").count() == 3
+    assert campaigns_aggregate_stale() == []  # nothing decided since
+    assert not Label.objects.filter(pair__campaign=idle.campaign).exists()

@@ -155,3 +155,16 @@ def test_upload_form_errors_and_roles(client, requester, tmp_path):
     assert client.post(reverse("dataset-import"), {"name": "tar", **wrong}).status_code == 400
     client.force_login(user_with_role(Role.WORKER))
     assert client.post(reverse("dataset-import"), {"name": "x", **_upload_files(tmp_path)}).status_code == 403
+
+
+def test_list_counts_images_and_captions_without_multiplying_them(client, requester):
+    """Counting images and captions in one join would report images x captions; each count stands alone."""
+    dataset = DatasetFactory(owner=requester)
+    for n in range(3):
+        image = ImageFactory(dataset=dataset, source_id=f"i{n}")
+        for _ in range(5):
+            CaptionFactory(image=image)
+    DatasetFactory(owner=requester, name="empty")
+    client.force_login(requester)
+    rows = {d.name: (d.image_count, d.caption_count) for d, _p in client.get(reverse("dataset-list")).context["datasets"]}
+    assert rows == {dataset.name: (3, 15), "empty": (0, 0)}

@@ -282,3 +282,46 @@ def test_incomplete_qualification_keeps_the_choices_and_says_what_is_missing():
     assert response.status_code == 400 and "missing: 2" in html
     assert 'name="q-0" value="mostly_no" checked' in html
     assert QualificationAttempt.objects.get(worker=worker).passed is None
+
+
+def test_no_hit_left_sends_the_worker_back_with_a_message():
+    campaign = live_campaign_with_hits(hits=1, candidates=1)
+    client, worker = worker_client(campaign)
+    first = claim(client, campaign)
+    answers = [{"item_token": t, "choice": "yes"} for t in hit_item_tokens(hit=first.hit)]
+    post_json(client, reverse("work_submit", args=[first.pk]), {"answers": answers})
+    response = client.post(reverse("work_claim", args=[campaign.pk]), follow=True)
+    assert response.redirect_chain[-1][0] == reverse("work_home")
+    assert "no HIT left" in response.content.decode()
+
+
+def test_mturk_worker_takes_the_qualification_first_then_returns_to_the_hit():
+    campaign = live_campaign_with_hits(hits=1, candidates=1, qualification_items=2)
+    Hit.objects.filter(campaign=campaign).update(external_hit_id="3HQ")
+    client = Client()
+    arrival = {"assignmentId": "3AQ", "hitId": "3HQ", "workerId": "AQWORKER",
+               "turkSubmitTo": "https://www.mturk.com"}
+    response = client.get("/mturk/", arrival)
+    assert response["Location"].startswith(reverse("work_qualification", args=[campaign.pk]) + "?next=%2Fmturk%2F")
+    page = client.get(response["Location"])
+    assert page.status_code == 200 and "X-Frame-Options" not in page
+    attempt = QualificationAttempt.objects.get(worker__external_id="AQWORKER")
+    roles = dict(campaign_gold_items(campaign=campaign))
+    form = {f"q-{i}": ("yes" if roles[p] == "gold_positive" else "no") for i, p in enumerate(attempt.items)}
+    back = client.post(response["Location"], form)
+    assert back["Location"].startswith("/mturk/?")
+    hit_page = client.get(back["Location"])
+    assignment = Assignment.objects.get(external_assignment_id="3AQ")
+    assert hit_page["Location"] == reverse("work_hit", args=[assignment.pk])
+    # another MTurk worker cannot take over this MTurk assignment id
+    intruder = client.get("/mturk/", {**arrival, "workerId": "OTHERWORKER"})
+    assert intruder.status_code in (403, 302)
+    assert Assignment.objects.filter(external_assignment_id="3AQ").get().worker.external_id == "AQWORKER"
+
+
+def test_local_workers_pages_cannot_be_framed():
+    campaign = live_campaign_with_hits(hits=1)
+    client, _ = worker_client(campaign)
+    assignment = claim(client, campaign)
+    response = client.get(reverse("work_hit", args=[assignment.pk]))
+    assert response["X-Frame-Options"] == "DENY" and "Content-Security-Policy" not in response

@@ -1,0 +1,87 @@
+"""A requester in Debian's Chromium: log in, upload the demo set (captions + zip), see its thumbnails.
+
+Screenshots go to test-artifacts/ (gitignored): datasets-01-form.png ... datasets-04-phone.png.
+"""
+
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connections
+
+from annotator.models import Dataset, Role
+from tests.factories import user_with_role
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+DEMO = Path(settings.BASE_DIR) / "fixtures" / "demo"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("Debian chromium is not installed")
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            connections.close_all()
+            browser.close()
+
+
+def shot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"datasets-{name}.png"), full_page=True)
+
+
+def test_requester_uploads_the_demo_set_and_sees_thumbnails_with_captions(live_server, browser, tmp_path):
+    user_with_role(Role.REQUESTER, username="req-upload", password="correct-horse-battery")
+    archive = tmp_path / "demo-images.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for image in sorted((DEMO / "images").glob("*.jpg")):
+            zf.write(image, f"images/{image.name}")
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(30000)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("User name").fill("req-upload")
+    page.get_by_label("Password").fill("correct-horse-battery")
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("link", name="Datasets").click()
+    page.get_by_text("Import a dataset from your computer").click()
+    page.get_by_label("Name").fill("my-photos")
+    page.get_by_label("Captions file").set_input_files(str(DEMO / "captions.json"))
+    page.get_by_label("Images (.zip)").set_input_files(str(archive))
+    shot(page, "01-form")
+    page.get_by_role("button", name="Import").click()
+    page.wait_for_url("**/datasets/*/")
+
+    dataset = Dataset.objects.get(name="my-photos")
+    assert dataset.images.count() == 19 and dataset.captions.count() == 95
+    assert page.get_by_text("Imported 19 images and 95 captions into my-photos.").is_visible()
+    assert page.get_by_text("A close up of a tabby cat with green eyes.").is_visible()
+    page.evaluate("document.querySelectorAll('.thumbs img').forEach(i => { i.loading = 'eager'; })")  # lazy below the fold
+    page.wait_for_function("Array.from(document.querySelectorAll('.thumbs img')).every(i => i.complete)")
+    widths = page.eval_on_selector_all(".thumbs img", "imgs => imgs.map(i => i.naturalWidth)")
+    assert len(widths) == 19 and all(0 < w <= settings.THUMBNAIL_SIZE for w in widths)  # thumbnails, served
+    shot(page, "02-detail")
+
+    page.get_by_role("link", name="All datasets").click()
+    row = page.get_by_role("row", name="my-photos")
+    assert "Ready" in row.inner_text() and "19" in row.inner_text()
+    shot(page, "03-list")
+
+    phone = browser.new_page(viewport={"width": 390, "height": 844})
+    phone.context.add_cookies(page.context.cookies())
+    phone.goto(f"{live_server.url}/datasets/{dataset.pk}/")
+    assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")  # no sideways scrolling
+    shot(phone, "04-phone")
