@@ -10,7 +10,8 @@ re-created and migrated by this script), gunicorn on 127.0.0.1, a fixed number o
 Scoring tasks go to Redis (no Celery worker consumes them here; the queue is emptied at the end), as in
 production where a separate worker scores submissions.
 
-    .venv/bin/python bench/hit_serving.py                       # 200 workers, 1 HIT each
+    .venv/bin/python bench/hit_serving.py                       # 200 workers, 1 HIT each, think 5 s
+    .venv/bin/python bench/hit_serving.py --think 2 --ramp 10   # a harder burst
     .venv/bin/python bench/hit_serving.py --workers 50 --hits-per-worker 2 --think 1.0
 """
 
@@ -38,8 +39,11 @@ def parse_args():
     parser.add_argument("--hits-per-worker", type=int, default=1)
     parser.add_argument("--items", type=int, default=16, help="candidates per HIT (plus 1+1 gold)")
     parser.add_argument("--redundancy", type=int, default=3)
-    parser.add_argument("--think", type=float, default=2.0,
-                        help="mean seconds between two autosaves of one worker (people take ~20 s per item)")
+    parser.add_argument("--think", type=float, default=5.0,
+                        help="mean seconds between two autosaves of one worker (people take ~20-30 s per item)")
+    parser.add_argument("--ramp", type=float, default=30.0,
+                        help="workers arrive spread over this many seconds (a campaign does not get 200 "
+                             "clicks in the same second)")
     parser.add_argument("--gunicorn-workers", type=int, default=3)
     parser.add_argument("--gunicorn-threads", type=int, default=8)
     parser.add_argument("--port", type=int, default=8765)
@@ -136,11 +140,13 @@ def seed(args) -> dict:
             "items_per_hit": args.items + 2}
 
 
-def start_gunicorn(args, env) -> subprocess.Popen:
+def start_gunicorn(args, env, access_log: str) -> subprocess.Popen:
     command = [
         str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application",
         "--bind", f"127.0.0.1:{args.port}", "--workers", str(args.gunicorn_workers),
         "--threads", str(args.gunicorn_threads), "--worker-class", "gthread", "--log-level", "warning",
+        # server-side time per request (microseconds), to tell server time from the client's own queueing
+        "--access-logfile", access_log, "--access-logformat", "%(m)s %(U)s %(s)s %(D)s",
         "--timeout", "60", "--keep-alive", "120",  # people pause between items; keep their connections
     ]
     process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
@@ -197,7 +203,7 @@ def simulated_worker(base, campaign_id, session_key, args, recorder, stop_at, rn
         recorder.add(op, time.perf_counter() - started)
         return response
 
-    time.sleep(rng.uniform(0, args.think))  # people do not all arrive in the same millisecond
+    time.sleep(rng.uniform(0, args.ramp))  # people do not all arrive in the same second
     for _ in range(args.hits_per_worker):
         if time.time() > stop_at:
             return
@@ -282,19 +288,24 @@ def main():
     }
     os.environ.update(env)
     print(f"== hit_serving: {args.workers} workers x {args.hits_per_worker} HIT(s), redundancy {args.redundancy}, "
-          f"think {args.think}s, gunicorn {args.gunicorn_workers}x{args.gunicorn_threads} threads, "
+          f"think {args.think}s, arrivals over {args.ramp}s, gunicorn {args.gunicorn_workers}x{args.gunicorn_threads} threads, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(f"offered load: about {args.workers / args.think if args.think else float('inf'):.0f} autosaves/s "
+          f"once everyone has arrived")
     recreate_database(args.pg, args.database)
     started = time.perf_counter()
     data = seed(args)
     print(f"seeded {data['hits']} HITs of {data['items_per_hit']} items and {args.workers} workers "
           f"in {time.perf_counter() - started:.1f}s")
 
-    server = start_gunicorn(args, env)
+    access_log = os.path.join(media, "access.log")
+    server = start_gunicorn(args, env, access_log)
     recorder = Recorder()
     base = f"http://127.0.0.1:{args.port}"
     try:
         warm_up(base, data["campaign"], data["warmup_session"], rounds=4 * args.gunicorn_workers)
+        time.sleep(1.0)
+        warm_lines = len(Path(access_log).read_text().splitlines())
         stop_at = time.time() + args.max_seconds
         threads = [
             threading.Thread(target=simulated_worker, daemon=True,
@@ -326,12 +337,29 @@ def main():
         print(f"(could not empty the broker queue: {exc})")
 
     rows = {}
-    print(f"\n{'operation':<10} {'count':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    print(f"\nclient side (what a worker's browser waits):\n{'operation':<10} {'count':>7} {'p50 ms':>8} "
+          f"{'p99 ms':>8} {'max ms':>8}")
     for op, values in recorder.latencies.items():
         rows[op] = {"count": len(values), "p50_ms": 1000 * percentile(values, 50),
                     "p99_ms": 1000 * percentile(values, 99), "max_ms": 1000 * max(values) if values else None}
         print(f"{op:<10} {len(values):>7} {rows[op]['p50_ms']:>8.1f} {rows[op]['p99_ms']:>8.1f} "
               f"{(rows[op]['max_ms'] or float('nan')):>8.1f}")
+    server_side = {"claim": [], "page": [], "autosave": [], "submit": []}
+    for line in Path(access_log).read_text().splitlines()[warm_lines:]:
+        parts = line.split()
+        if len(parts) != 4:
+            continue
+        method, path, _status, micros = parts
+        op = ("claim" if path.endswith("/claim") else "autosave" if path.endswith("/answer")
+              else "submit" if path.endswith("/submit") else "page" if "/assignments/" in path and method == "GET"
+              else None)
+        if op:
+            server_side[op].append(int(micros) / 1e6)
+    print(f"\nserver side (gunicorn's own time per request, without the client's queueing):")
+    for op, values in server_side.items():
+        rows[op]["server_p50_ms"] = 1000 * percentile(values, 50)
+        rows[op]["server_p99_ms"] = 1000 * percentile(values, 99)
+        print(f"{op:<10} {len(values):>7} {rows[op]['server_p50_ms']:>8.1f} {rows[op]['server_p99_ms']:>8.1f}")
     requests_total = sum(len(v) for v in recorder.latencies.values())
     print(f"\nsubmissions: {recorder.submissions} in {elapsed:.1f}s = {recorder.submissions / elapsed:.2f}/s; "
           f"requests: {requests_total} = {requests_total / elapsed:.1f}/s; errors: {len(recorder.errors)}")

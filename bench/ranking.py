@@ -280,7 +280,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--encode-texts", type=int, default=2048)
-    parser.add_argument("--topk-images", type=int, default=2000, help="images for the top-K ratio (x5 captions)")
+    parser.add_argument("--topk-images", type=int, default=5000, help="images for the top-K ratio (x5 captions)")
     parser.add_argument("--write-queries", type=int, default=20_000)
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--scale-child", nargs=2, type=int, help=argparse.SUPPRESS)

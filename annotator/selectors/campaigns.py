@@ -10,6 +10,7 @@ from annotator.models import (
     Assignment,
     AssignmentStatus,
     Campaign,
+    CampaignStatus,
     Hit,
     HitItem,
     HitStatus,
@@ -146,3 +147,15 @@ def campaign_progress(*, campaign: Campaign) -> dict:
         "percent": round(100.0 * (hit_counts["complete"] or 0) / total, 1) if total else 0.0,
         "assignments": {status: by_status.get(status, 0) for status in AssignmentStatus.values},
     }
+
+
+def campaign_overview(*, campaign: Campaign) -> dict | None:
+    """What the campaign page shows: the statistics kept in build_report at the last build or added run
+    (recomputed only if missing; reading every PairSource on each page view would be slow at ECCV sizes)
+    and the live progress. None for a draft."""
+    if campaign.status == CampaignStatus.DRAFT:
+        return None
+    stats = dict(campaign.build_report.get("statistics") or campaign_statistics(campaign=campaign, include_progress=False))
+    stats["progress"] = campaign_progress(campaign=campaign)
+    return stats
+

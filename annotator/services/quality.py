@@ -253,7 +253,8 @@ def assignment_score(*, assignment_id: int) -> Assignment | None:
         if 0 < total - correct <= campaign.tolerated_gold_misses:
             record = worker_trust(worker=Worker.objects.get(pk=assignment.worker_id))
             record = replace(record, gold_correct=record.gold_correct + correct, gold_total=record.gold_total + total)
-            if is_trusted(record, trust_policy()) or campaign.auto_approve_hours > 0:
+            others = [flag for flag in flags if flag != FLAG_GOLD_FAILED]
+            if not others and (is_trusted(record, trust_policy()) or campaign.auto_approve_hours > 0):
                 # Trusted: an established record absorbs a slip. Otherwise the peers decide before the
                 # auto-approval (assignments_auto_approve_due), when their answers are in.
                 flags.remove(FLAG_GOLD_FAILED)
@@ -305,13 +306,10 @@ def assignment_peer_agreement(*, assignment: Assignment) -> tuple[int, int]:
         if verdict is not None:
             own[pair_of_item[item_id]] = verdict
     peers: dict[int, list[bool]] = {}
-    # Peers are answers that passed every check themselves: approved, or scored, unflagged and with all
-    # gold right. A flagged or half-checked assignment must not vouch for, or accuse, anyone.
+    # Peers are answers that passed the checks themselves: approved, or scored and unflagged. A flagged
+    # assignment must not vouch for, or accuse, anyone.
     clean = Q(assignment__status=AssignmentStatus.APPROVED) | Q(
-        assignment__status=AssignmentStatus.SUBMITTED,
-        assignment__scored_at__isnull=False,
-        assignment__flags=[],
-        assignment__gold_correct=F("assignment__gold_total"),
+        assignment__status=AssignmentStatus.SUBMITTED, assignment__scored_at__isnull=False, assignment__flags=[]
     )
     rows = (
         Answer.objects.filter(clean, item__pair_id__in=list(own), assignment__hit__campaign=campaign)
@@ -325,7 +323,7 @@ def assignment_peer_agreement(*, assignment: Assignment) -> tuple[int, int]:
     return peer_agreement(own=own, peers=peers)
 
 
-def _peer_flags(assignment: Assignment) -> list[str]:
+def _peer_flags(assignment: Assignment) -> tuple[list[str], int]:
     """Flags from the other workers' answers, checked when an assignment is due for auto-approval.
 
     - disagrees_with_peers: the candidate verdicts agree with the peers' majority on fewer than
@@ -333,6 +331,7 @@ def _peer_flags(assignment: Assignment) -> list[str]:
       agrees on about half; a careful worker on nine in ten);
     - gold_failed: a tolerated gold miss that neither the worker's record (trusted) nor the peers
       (agreement of at least QUALITY_PEER_AGREEMENT_EXCUSE) vouch for.
+    Returns the flags and how many pairs could be compared.
     """
     min_items = getattr(settings, "QUALITY_PEER_MIN_ITEMS", 8)
     agreeing, compared = assignment_peer_agreement(assignment=assignment)
@@ -345,7 +344,19 @@ def _peer_flags(assignment: Assignment) -> list[str]:
         vouched = compared >= min_items and share >= getattr(settings, "QUALITY_PEER_AGREEMENT_EXCUSE", 0.8)
         if not vouched and not is_trusted(worker_trust(worker=assignment.worker), trust_policy()):
             flags.append(FLAG_GOLD_FAILED)
-    return flags
+    return flags, compared
+
+
+def _wait_for_peers(assignment: Assignment, *, compared: int, now) -> bool:
+    """Whether to put the approval off: too few peer answers yet, the HIT still collecting answers, and
+    the extra wait (QUALITY_PEER_WAIT_HOURS after the auto-approval time) not over."""
+    hit = assignment.hit
+    if compared >= getattr(settings, "QUALITY_PEER_MIN_ITEMS", 8) or hit.status != HitStatus.OPEN:
+        return False
+    if hit.assignments_required <= 1:
+        return False  # nobody else is asked to answer this HIT
+    hours = max(hit.campaign.auto_approve_hours, 0.0) + getattr(settings, "QUALITY_PEER_WAIT_HOURS", 72.0)
+    return now < assignment.submitted_at + timedelta(hours=hours)
 
 
 def assignments_auto_approve_due(*, now=None, limit: int = 500) -> int:
@@ -353,7 +364,9 @@ def assignments_auto_approve_due(*, now=None, limit: int = 500) -> int:
 
     Last check before the money goes out (_peer_flags): an assignment that disagrees with the other
     workers' majority, or whose tolerated gold miss nobody vouches for, goes to the review queue (or is
-    rejected, for a gold failure when gold_fail_action is "reject") instead. Each assignment is decided
+    rejected, for a gold failure when gold_fail_action is "reject") instead. While too few other answers
+    are in and its HIT is still collecting them, the approval is put off by an hour at a time, for at
+    most QUALITY_PEER_WAIT_HOURS after the auto-approval time. Each assignment is decided
     in its own transaction with its own row lock; one a requester decided meanwhile is skipped.
     Idempotent; returns how many were approved.
     """
@@ -382,7 +395,11 @@ def assignments_auto_approve_due(*, now=None, limit: int = 500) -> int:
                 or assignment.auto_approve_at > now
             ):
                 continue
-            flags = _peer_flags(assignment)
+            flags, compared = _peer_flags(assignment)
+            if not flags and _wait_for_peers(assignment, compared=compared, now=now):
+                assignment.auto_approve_at = now + timedelta(hours=1)  # look again when more answers are in
+                assignment.save(update_fields=["auto_approve_at"])
+                continue
             if flags:
                 assignment.flags = [*assignment.flags, *flags]
                 assignment.auto_approve_at = None

@@ -17,7 +17,7 @@ from annotator.scales import campaign_scale
 from annotator.selectors.campaigns import (
     campaign_get_for_owner,
     campaign_list_for_owner,
-    campaign_statistics,
+    campaign_overview,
     runs_available,
 )
 from annotator.services.campaigns import (
@@ -150,8 +150,7 @@ def campaign_new(request):
 @role_required(Role.REQUESTER)
 def campaign_detail(request, campaign_id: int):
     campaign = _campaign_or_404(request, campaign_id)
-    built = campaign.status != CampaignStatus.DRAFT
-    stats = campaign_statistics(campaign=campaign) if built else None
+    stats = campaign_overview(campaign=campaign)
     runs = list(campaign.runs.select_related("annotator").order_by("pk"))
     addable = runs_available(dataset=campaign.dataset).exclude(pk__in=[r.pk for r in runs])
     overlap_rows = []

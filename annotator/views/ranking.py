@@ -6,7 +6,7 @@ for requesters, on datasets they own (or unowned ones; staff act on any).
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -40,6 +40,16 @@ def _may_manage(user, dataset: Dataset) -> bool:
     return user.is_staff or user.is_superuser or dataset.owner_id in (None, user.pk)
 
 
+def _may_read(user, dataset: Dataset) -> bool:
+    """Researchers read every run (no gold or worker data in them); requesters the runs of their datasets."""
+    return user_role(user) == Role.RESEARCHER or _may_manage(user, dataset)
+
+
+def _require_read(user, dataset: Dataset) -> None:
+    if not _may_read(user, dataset):
+        raise Http404("No such dataset, or it belongs to another requester.")
+
+
 def _require_manage(user, dataset: Dataset) -> None:
     if not _may_manage(user, dataset):
         raise PermissionDenied("Only the requester who owns this dataset can run machine annotators on it.")
@@ -66,6 +76,7 @@ def ranking_panel_context(*, request, dataset: Dataset) -> dict:
 @role_required(*READERS)
 def dataset_ranking(request, dataset_id: int):
     dataset = get_object_or_404(Dataset, pk=dataset_id)
+    _require_read(request.user, dataset)
     return render(request, "ranking/dataset.html", ranking_panel_context(request=request, dataset=dataset))
 
 
@@ -115,6 +126,7 @@ def annotator_create(request):
 @role_required(*READERS)
 def run_detail(request, run_id: int):
     run = get_object_or_404(RankingRun.objects.select_related("annotator", "dataset"), pk=run_id)
+    _require_read(request.user, run.dataset)
     direction = request.GET.get("direction", Direction.T2I)
     if direction not in (Direction.I2T, Direction.T2I):
         direction = Direction.T2I
@@ -139,6 +151,7 @@ def run_detail(request, run_id: int):
 @role_required(*READERS)
 def run_progress(request, run_id: int):
     run = get_object_or_404(RankingRun.objects.select_related("annotator", "dataset"), pk=run_id)
+    _require_read(request.user, run.dataset)
     return JsonResponse(ranking_run_progress(run=run))
 
 

@@ -23,7 +23,7 @@ from annotator.selectors.quality import (
     review_counts,
     review_queue,
 )
-from annotator.services.postprocess import cleanup_decide, cleanup_detect, labels_import_external
+from annotator.services.postprocess import MAX_IMPORT_BYTES, cleanup_decide, cleanup_detect, labels_import_external
 from annotator.services.quality import (
     FLAG_LABELS,
     assignment_approve,
@@ -232,6 +232,8 @@ def cleanup_import(request, campaign_id: int):
     upload = request.FILES.get("file")
     if upload is None:
         raise ApplicationError("Choose a file to import.")
+    if upload.size > MAX_IMPORT_BYTES:
+        raise ApplicationError(f"The file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB.", status=413)
     report = labels_import_external(
         campaign=campaign, content=upload.read(), fmt=request.POST.get("format", ""), source=request.POST.get("source", "")
     )

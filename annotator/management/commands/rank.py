@@ -45,8 +45,8 @@ class Command(BaseCommand):
             raise CommandError(error.message) from None
         run.refresh_from_db()
         if run.status not in FINISHED:
-            if not settings.CELERY_TASK_ALWAYS_EAGER and not wait:
-                self.stdout.write(f"Run {run.pk} is queued on the gpu queue; follow it at /ranking/runs/{run.pk}/.")
+            if settings.CELERY_TASK_ALWAYS_EAGER or not wait:  # eager: an earlier run of the same kind is active
+                self.stdout.write(f"Run {run.pk} is {run.status}; follow it at /ranking/runs/{run.pk}/.")
                 return
             run = self._wait(run)
         progress = ranking_run_progress(run=run)

@@ -9,10 +9,10 @@ from tests.ranking_support import ranking_dataset
 pytestmark = pytest.mark.django_db
 
 
-def test_rank_command_runs_a_built_in_annotator_in_process(capsys, django_capture_on_commit_callbacks):
+@pytest.mark.django_db(transaction=True)  # commits for real, so the eager task runs inside the command
+def test_rank_command_runs_a_built_in_annotator_in_process(capsys):
     dataset, _images, _captions = ranking_dataset(name="tiny")
-    with django_capture_on_commit_callbacks(execute=True):
-        call_command("rank", "--dataset", "tiny", "--annotator", "tfidf_pivot", "--top-k", "4")
+    call_command("rank", "--dataset", "tiny", "--annotator", "tfidf_pivot", "--top-k", "4")
     output = capsys.readouterr().out
     run = models.RankingRun.objects.get(dataset=dataset)
     assert run.status == models.RunStatus.SUCCEEDED and run.top_k == 4

@@ -335,3 +335,20 @@ def test_a_gold_pair_that_a_new_run_proposes_is_asked_as_a_candidate(owner, worl
     assert HitItem.objects.filter(hit__campaign=campaign, pair=gold.pair, role=ItemRole.CANDIDATE).exists()
     assert PairSource.objects.filter(pair=gold.pair, run=newcomer, rank=1).exists()
     assert Pair.objects.filter(campaign=campaign, image_id=image_id, caption_id=caption_id).count() == 1
+
+
+def test_image_image_campaigns_need_no_gold_positive_and_pack_image_pairs(owner):
+    dataset = make_dataset(images=60, captions_per_image=1)
+    run = add_run(dataset=dataset, name="sis", seed=6, directions=("i2i",), top_k=10)
+    with pytest.raises(ApplicationError, match="no original pairs"):
+        campaign_create(owner=owner, dataset=dataset, runs=[run], name="sis", direction="i2i", scale="similarity",
+                        pool_depth=3, gold_exclusion_depth=10)
+    campaign = build(owner, dataset, [run], direction="i2i", scale="similarity", pool_depth=3,
+                     gold_exclusion_depth=10, gold_positives_per_hit=0)
+    snapshot = campaign_snapshot(campaign)
+    assert snapshot
+    for _i, stage, _r, items in snapshot:
+        assert stage == "i2i"
+        assert Counter(item[1] for item in items) == {"candidate": 16, "gold_negative": 1}
+        for _pos, _role, kind, image, caption, other_image, other_caption in items:
+            assert kind == "image_image" and image < other_image and caption is None and other_caption is None

@@ -1,5 +1,7 @@
 """Qualification before the first HIT, and who a worker is (issue 5)."""
 
+import re
+
 import pytest
 from django.utils import timezone
 
@@ -80,7 +82,7 @@ def test_worker_for_user_and_external_are_stable_and_pseudonymous():
     user = UserFactory()
     first = worker_for_user(user=user)
     assert worker_for_user(user=user).pk == first.pk
-    assert str(user.pk) not in first.pseudonym and first.pseudonym.startswith("w-")
+    assert re.fullmatch(r"w-[0-9a-f]{10}", first.pseudonym) and user.username not in first.pseudonym
     external = worker_for_external(external_id="A1B2C3D4E5")
     assert worker_for_external(external_id="A1B2C3D4E5").pk == external.pk
     assert external.pseudonym != "A1B2C3D4E5"

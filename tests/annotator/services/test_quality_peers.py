@@ -77,3 +77,25 @@ def test_all_gold_right_but_disagreeing_with_everyone_goes_to_review():
     lucky.refresh_from_db()
     assert lucky.flags == [FLAG_PEER_DISAGREEMENT] and lucky.status == AssignmentStatus.SUBMITTED
     assert all(p.__class__.objects.get(pk=p.pk).status == AssignmentStatus.APPROVED for p in peers)
+
+
+def test_approval_waits_for_peers_while_the_hit_collects_answers():
+    """The first of three workers is due before the others answered: approval waits, then goes through."""
+    hit = hit_with_gold(candidates=8, redundancy=3, auto_approve_hours=1)
+    first = assignment_score(assignment_id=submit(hit, candidate="no").pk)
+    soon = timezone.now() + timedelta(hours=2)
+    assert assignments_auto_approve_due(now=soon) == 0
+    first.refresh_from_db()
+    assert first.status == AssignmentStatus.SUBMITTED and first.flags == [] and first.auto_approve_at > soon
+    _peers(hit, candidate="no")
+    assert assignments_auto_approve_due(now=timezone.now() + timedelta(hours=5)) == 3
+    first.refresh_from_db()
+    assert first.status == AssignmentStatus.APPROVED
+
+
+def test_approval_does_not_wait_forever():
+    hit = hit_with_gold(candidates=8, redundancy=3, auto_approve_hours=1)
+    lone = assignment_score(assignment_id=submit(hit, candidate="no").pk)
+    assert assignments_auto_approve_due(now=timezone.now() + timedelta(hours=1 + 72 + 1)) == 1
+    lone.refresh_from_db()
+    assert lone.status == AssignmentStatus.APPROVED

@@ -142,3 +142,18 @@ def test_ranking_panel_tag_renders_in_any_template(rf, requester):
     request.user = requester
     html = Template("{% load ranking %}{% ranking_panel dataset %}").render(Context({"dataset": dataset, "request": request}))
     assert "Machine annotators" in html and "tfidf (tfidf_pivot)" in html
+
+
+def test_another_requesters_runs_are_not_found(client, requester):
+    dataset = owned_dataset(factories.user_with_role(models.Role.REQUESTER))
+    run = factories.RankingRunFactory(dataset=dataset)
+    assert client.get(reverse("ranking-run", args=[run.pk])).status_code == 404
+    assert client.get(reverse("ranking-run-progress", args=[run.pk])).status_code == 404
+    assert client.get(reverse("dataset-ranking", args=[dataset.pk])).status_code == 404
+
+
+def test_the_dataset_page_carries_the_ranking_panel(client, requester):
+    dataset = owned_dataset(requester)
+    page = client.get(reverse("dataset-detail", args=[dataset.pk]))
+    assert page.status_code == 200
+    assert b"Machine annotators" in page.content and reverse("ranking-start", args=[dataset.pk]).encode() in page.content
