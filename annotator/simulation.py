@@ -451,6 +451,8 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
     result = _measure(config=config, campaign=campaign, crowd=crowd, truth_of=truth_of, source=source)
     result.metrics.update(review=dict(review_decisions), extra_assignments=extras,
                           seconds=round(time.perf_counter() - started, 1))
+    result.table.insert(-1, ("requester's review", ", ".join(f"{n} {k}" for k, n in sorted(review_decisions.items())) or "nothing flagged"))
+    result.table.insert(-1, ("extra assignments for low confidence", str(extras)))
     result.table.append(("wall time", f"{result.metrics['seconds']} s"))
     return result
 

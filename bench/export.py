@@ -91,14 +91,19 @@ def generate(size: int) -> dict:
                 "FROM annotator_image i, generate_series(0, 4) k WHERE i.dataset_id = %s",
                 [dataset.pk, dataset.pk],
             )
+            cursor.execute("ANALYZE annotator_image")
+            cursor.execute("ANALYZE annotator_caption")
             cursor.execute(
                 "INSERT INTO annotator_pair (campaign_id, kind, image_id, caption_id, is_original, direction, query_id) "
                 "SELECT %s, 'image_caption', i.id, c.id, c.image_id = i.id, "
                 "CASE WHEN i.id %% 10 < 7 THEN 'i2t' ELSE 't2i' END, CASE WHEN i.id %% 10 < 7 THEN i.id ELSE c.id END "
-                "FROM annotator_image i JOIN annotator_caption c "
-                "ON c.dataset_id = i.dataset_id AND c.image_id BETWEEN i.id AND i.id + 3 WHERE i.dataset_id = %s",
+                "FROM annotator_image i CROSS JOIN generate_series(0, 3) d "
+                "JOIN annotator_caption c ON c.image_id = i.id + d WHERE i.dataset_id = %s AND c.dataset_id = i.dataset_id",
                 [campaign.pk, dataset.pk],
             )
+            cursor.execute("ANALYZE annotator_image")
+            cursor.execute("ANALYZE annotator_caption")
+            cursor.execute("ANALYZE annotator_pair")
             cursor.execute(
                 "INSERT INTO annotator_pairsource (pair_id, run_id, direction, rank, score) "
                 "SELECT p.id, %s, p.direction, 1 + p.id %% 5, 0.9 - (p.id %% 5) / 10.0 FROM annotator_pair p "

@@ -85,7 +85,7 @@ def seed(args) -> dict:
     m.Profile.objects.create(user=owner, role=m.Role.REQUESTER)
     dataset = m.Dataset.objects.create(name="bench", owner=owner, status=m.DatasetStatus.READY)
     slots = args.workers * args.hits_per_worker
-    hits = -(-slots // args.redundancy) + 3  # enough for everyone, plus a little spare (and the warm-up)
+    hits = -(-(slots + 4 * args.gunicorn_workers) // args.redundancy) + 2  # everyone + the warm-up + spare
     images_n = max(50, hits)
     images = m.Image.objects.bulk_create(
         m.Image(dataset=dataset, source_id=str(i), file_name=f"{i}.jpg", file=f"images/{i}.jpg",
@@ -119,8 +119,10 @@ def seed(args) -> dict:
         rng.shuffle(members)
         items += [m.HitItem(hit=hit, position=p, pair=pair, role=role) for p, (pair, role) in enumerate(members)]
     m.HitItem.objects.bulk_create(items)
-    # One more worker than simulated: the last one warms the gunicorn processes up (URLconf, templates).
-    users = User.objects.bulk_create(User(username=f"bench-worker-{i}") for i in range(args.workers + 1))
+    # A few more workers than simulated: they warm the gunicorn processes up (URLconf, templates, the
+    # broker connection) before anything is measured.
+    warmers = 4 * args.gunicorn_workers
+    users = User.objects.bulk_create(User(username=f"bench-worker-{i}") for i in range(args.workers + warmers))
     m.Profile.objects.bulk_create(m.Profile(user=u, role=m.Role.WORKER) for u in users)
     workers = m.Worker.objects.bulk_create(m.Worker(user=u, pseudonym=f"w-bench{i:05d}") for i, u in enumerate(users))
     m.QualificationAttempt.objects.bulk_create(
@@ -136,8 +138,8 @@ def seed(args) -> dict:
         store[HASH_SESSION_KEY] = user.get_session_auth_hash()
         store.create()
         sessions.append(store.session_key)
-    return {"campaign": campaign.pk, "sessions": sessions[:-1], "warmup_session": sessions[-1], "hits": hits,
-            "items_per_hit": args.items + 2}
+    return {"campaign": campaign.pk, "sessions": sessions[:args.workers], "warmup_sessions": sessions[args.workers:],
+            "hits": hits, "items_per_hit": args.items + 2}
 
 
 def start_gunicorn(args, env, access_log: str) -> subprocess.Popen:
@@ -244,24 +246,18 @@ def simulated_worker(base, campaign_id, session_key, args, recorder, stop_at, rn
                 recorder.submissions += 1
 
 
-def warm_up(base, campaign_id, session_key, rounds):
-    """Not measured: the first request of each gunicorn process imports the URLconf and compiles templates."""
-    import re
-
-    import requests
-
-    http = requests.Session()
-    csrf = secrets.token_hex(16)
-    http.cookies.set("sessionid", session_key, domain="127.0.0.1")
-    http.cookies.set("csrftoken", csrf, domain="127.0.0.1")
-    headers = {"X-CSRFToken": csrf, "Referer": base + "/work/", "Accept": "application/json"}
-    claim = http.post(f"{base}/work/campaigns/{campaign_id}/claim", headers=headers, allow_redirects=False)
-    path = claim.headers["Location"].rstrip("/")
-    for _ in range(rounds):
-        page = http.get(base + path + "/")
-        token = re.search(r'data-token="([0-9a-f]+)"', page.text).group(1)
-        http.post(f"{base}{path}/answer", json={"item_token": token, "choice": "yes"}, headers=headers)
-        http.get(base + "/work/")
+def warm_up(base, campaign_id, session_keys, args):
+    """Not measured: each gunicorn process imports the URLconf, compiles templates and connects to the
+    broker on its first requests. A few extra workers do whole HITs, at once, so every process gets some."""
+    quick = argparse.Namespace(**{**vars(args), "think": 0.0, "ramp": 0.0, "hits_per_worker": 1})
+    recorder = Recorder()
+    threads = [threading.Thread(target=simulated_worker, daemon=True,
+                                args=(base, campaign_id, key, quick, recorder, time.time() + 120, random.Random(-i)))
+               for i, key in enumerate(session_keys)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=150)
 
 
 def percentile(values, q):
@@ -303,7 +299,7 @@ def main():
     recorder = Recorder()
     base = f"http://127.0.0.1:{args.port}"
     try:
-        warm_up(base, data["campaign"], data["warmup_session"], rounds=4 * args.gunicorn_workers)
+        warm_up(base, data["campaign"], data["warmup_sessions"], args)
         time.sleep(1.0)
         warm_lines = len(Path(access_log).read_text().splitlines())
         stop_at = time.time() + args.max_seconds
@@ -363,7 +359,8 @@ def main():
     requests_total = sum(len(v) for v in recorder.latencies.values())
     print(f"\nsubmissions: {recorder.submissions} in {elapsed:.1f}s = {recorder.submissions / elapsed:.2f}/s; "
           f"requests: {requests_total} = {requests_total / elapsed:.1f}/s; errors: {len(recorder.errors)}")
-    print(f"database check: {submitted_db} submitted assignments, HITs over redundancy: {over}")
+    print(f"database check: {submitted_db} submitted assignments ({len(data['warmup_sessions'])} of them from the "
+          f"warm-up), HITs over redundancy: {over}")
     if recorder.errors:
         print("first errors:", recorder.errors[:10])
     worst = max((r["p99_ms"] for r in rows.values() if r["count"]), default=float("nan"))

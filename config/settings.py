@@ -185,6 +185,8 @@ QUALITY_PEER_MIN_ITEMS = env.int("QUALITY_PEER_MIN_ITEMS", default=8)
 QUALITY_PEER_AGREEMENT_MIN = env.float("QUALITY_PEER_AGREEMENT_MIN", default=0.7)
 QUALITY_PEER_AGREEMENT_EXCUSE = env.float("QUALITY_PEER_AGREEMENT_EXCUSE", default=0.8)
 QUALITY_PEER_WAIT_HOURS = env.float("QUALITY_PEER_WAIT_HOURS", default=72.0)
+QUALITY_GOLD_DISPUTE_MIN_ANSWERS = env.int("QUALITY_GOLD_DISPUTE_MIN_ANSWERS", default=5)
+QUALITY_GOLD_DISPUTE_SHARE = env.float("QUALITY_GOLD_DISPUTE_SHARE", default=0.5)
 CELERY_BEAT_SCHEDULE["quality-auto-approve"] = {
     "task": "workers.tasks.quality.assignments_auto_approve_task",
     "schedule": env.float("QUALITY_AUTO_APPROVE_EVERY_SECONDS", default=300.0),

@@ -93,6 +93,12 @@ def assignment_review_detail(*, assignment: Assignment) -> dict:
                 "value": _answer_value(answer, campaign),
             }
         )
+    from annotator.services.quality import gold_pairs_disputed
+
+    disputed = gold_pairs_disputed(
+        campaign=campaign,
+        pair_ids=[item.pair_id for item in items if item.role in (ItemRole.GOLD_POSITIVE, ItemRole.GOLD_NEGATIVE)],
+    )
     entries = []
     for item in items:
         answer = own.get(item.id)
@@ -109,6 +115,7 @@ def assignment_review_detail(*, assignment: Assignment) -> dict:
                 "answer_obj": answer,
                 "gold_right": _gold_right(item.role, answer, campaign) if gold else None,
                 "others": others.get(item.pair_id, []),
+                "disputed": disputed.get(item.pair_id),
             }
         )
     return {
@@ -204,7 +211,25 @@ def campaign_quality(*, campaign: Campaign) -> dict:
         "model_rates": model_answer_rates(campaign=campaign),
         "error_types": error_types(campaign=campaign),
         "counts": review_counts(campaign=campaign),
+        "disputed_gold": disputed_gold(campaign=campaign),
     }
+
+
+def disputed_gold(*, campaign: Campaign) -> list[dict]:
+    """Gold items the crowd contradicts (see services.quality.gold_pairs_disputed), with their pairs."""
+    from annotator.models import Pair
+    from annotator.services.quality import gold_pairs_disputed
+
+    disputed = gold_pairs_disputed(campaign=campaign)
+    pairs = Pair.objects.select_related("image", "caption").in_bulk(list(disputed))
+    roles = dict(
+        HitItem.objects.filter(hit__campaign=campaign, pair_id__in=list(disputed)).values_list("pair_id", "role")
+    )
+    return [
+        {"pair": pairs[pk], "role": roles.get(pk, ""), "wrong": wrong, "answers": n}
+        for pk, (wrong, n) in sorted(disputed.items())
+        if pk in pairs
+    ]
 
 
 def _approved_candidate_answers(campaign: Campaign) -> QuerySet:

@@ -98,7 +98,8 @@ def _check_worker_may_claim(*, campaign: Campaign, worker: Worker) -> None:
             "Your account is paused from taking new HITs while your recent work is reviewed.", status=403
         )
     if not worker_is_qualified(campaign=campaign, worker=worker):
-        raise ApplicationError("Pass this campaign's qualification test first.", status=403)
+        raise ApplicationError("Pass this campaign's qualification test first.", extra={"reason": "qualification"},
+                               status=403)
 
 
 def _lease_expiry(campaign: Campaign, now):
@@ -381,17 +382,63 @@ def answer_missing(*, campaign: Campaign, answer: Answer | None) -> str | None:
     return None
 
 
-def assignment_missing(*, assignment: Assignment) -> list[dict]:
-    """Per incomplete item: its 1-based position in the HIT and what is missing."""
-    campaign = assignment.hit.campaign
-    answers = {answer.item_id: answer for answer in Answer.objects.filter(assignment=assignment)}
+def _missing_items(*, campaign: Campaign, item_ids: list[int], answers: dict[int, Answer]) -> list[dict]:
     missing = []
-    item_ids = HitItem.objects.filter(hit_id=assignment.hit_id).order_by("position").values_list("pk", flat=True)
     for number, item_id in enumerate(item_ids, start=1):
         what = answer_missing(campaign=campaign, answer=answers.get(item_id))
         if what:
             missing.append({"item": number, "missing": what})
     return missing
+
+
+def assignment_missing(*, assignment: Assignment) -> list[dict]:
+    """Per incomplete item: its 1-based position in the HIT and what is missing."""
+    answers = {answer.item_id: answer for answer in Answer.objects.filter(assignment=assignment)}
+    item_ids = list(HitItem.objects.filter(hit_id=assignment.hit_id).order_by("position").values_list("pk", flat=True))
+    return _missing_items(campaign=assignment.hit.campaign, item_ids=item_ids, answers=answers)
+
+
+ANSWER_FIELDS = ["choice", "score", "shortcomings", "wrong_aspects", "comment", "seconds_spent", "updated_at"]
+
+
+def _apply_final_answers(*, assignment: Assignment, entries: list, tokens: dict, stored: dict, now) -> None:
+    """Write the answers sent with a submit, in two statements at most: what autosave already stored (the
+    usual case) is left alone. Updates `stored` in place. The caller holds the assignment's row lock."""
+    to_create, to_update = [], []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ApplicationError("Each answer must be an object.")
+        item_id = _resolve_token(assignment=assignment, item_token=entry.get("item_token") or entry.get("token"),
+                                 tokens=tokens)
+        cleaned = _clean_answer(
+            campaign=assignment.hit.campaign,
+            choice=entry.get("choice"),
+            score=entry.get("score"),
+            shortcomings=_as_list(entry.get("shortcomings")),
+            wrong_aspects=_as_list(entry.get("wrong_aspects")),
+            comment=entry.get("comment"),
+        )
+        seconds = _clean_seconds(entry.get("seconds_spent"))
+        answer = stored.get(item_id)
+        if answer is None:
+            answer = Answer(assignment=assignment, item_id=item_id, **cleaned, seconds_spent=seconds or 0.0,
+                            updated_at=now)
+            stored[item_id] = answer
+            to_create.append(answer)
+            continue
+        changed = any(getattr(answer, field) != value for field, value in cleaned.items())
+        if seconds is not None and seconds > (answer.seconds_spent or 0.0):
+            answer.seconds_spent, changed = seconds, True
+        if changed:
+            for field, value in cleaned.items():
+                setattr(answer, field, value)
+            answer.updated_at = now
+            if answer.pk is not None and answer not in to_update:  # a new one is created with its last state
+                to_update.append(answer)
+    if to_create:
+        Answer.objects.bulk_create(to_create)
+    if to_update:
+        Answer.objects.bulk_update(to_update, ANSWER_FIELDS)
 
 
 def assignment_submit(
@@ -410,24 +457,11 @@ def assignment_submit(
         if locked.status in (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED):
             return locked
         _check_open_lease(locked, now)
+        tokens = hit_item_tokens(hit=locked.hit)
+        stored = {answer.item_id: answer for answer in Answer.objects.filter(assignment=locked)}
         if answers:
-            tokens = hit_item_tokens(hit=locked.hit)
-            for entry in answers:
-                if not isinstance(entry, dict):
-                    raise ApplicationError("Each answer must be an object.")
-                item_id = _resolve_token(assignment=locked, item_token=entry.get("item_token") or entry.get("token"),
-                                         tokens=tokens)
-                cleaned = _clean_answer(
-                    campaign=locked.hit.campaign,
-                    choice=entry.get("choice"),
-                    score=entry.get("score"),
-                    shortcomings=_as_list(entry.get("shortcomings")),
-                    wrong_aspects=_as_list(entry.get("wrong_aspects")),
-                    comment=entry.get("comment"),
-                )
-                _write_answer(assignment=locked, item_id=item_id, cleaned=cleaned,
-                              seconds=_clean_seconds(entry.get("seconds_spent")))
-        missing = assignment_missing(assignment=locked)
+            _apply_final_answers(assignment=locked, entries=answers, tokens=tokens, stored=stored, now=now)
+        missing = _missing_items(campaign=locked.hit.campaign, item_ids=list(tokens.values()), answers=stored)
         if missing:
             summary = "; ".join(f"item {m['item']}: {m['missing']}" for m in missing[:5])
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""

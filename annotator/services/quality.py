@@ -191,22 +191,58 @@ def assignments_bulk_reject(*, assignment_ids: list[int], actor=None, reason: st
     return assignments_bulk_decide(assignment_ids=assignment_ids, approve=False, actor=actor, reason=reason)
 
 
+def _gold_right(*, role: str, answer: Answer | None, campaign) -> bool:
+    if answer is None:
+        return False
+    if campaign.scale == Scale.SIMILARITY:
+        return gold_score_right(role=role, score=answer.score, threshold=campaign.similarity_gold_threshold)
+    return gold_choice_right(role=role, choice=answer.choice, strict=campaign.strict_gold)
+
+
+def gold_pairs_disputed(*, campaign, pair_ids=None, exclude_assignment_id=None) -> dict[int, tuple[int, int]]:
+    """Gold pairs the crowd contradicts: at least QUALITY_GOLD_DISPUTE_MIN_ANSWERS scored answers (not
+    rejected, not from blocked workers or careless work), of which
+    at least QUALITY_GOLD_DISPUTE_SHARE are "wrong". Such a gold item is more likely wrong than the
+    workers (a random "negative" that truly matches, an original caption that does not describe its
+    image): it stops counting in scoring and is listed on the quality page. Returns pair -> (wrong, n).
+    A read; no locks."""
+    min_answers = getattr(settings, "QUALITY_GOLD_DISPUTE_MIN_ANSWERS", 5)
+    share = getattr(settings, "QUALITY_GOLD_DISPUTE_SHARE", 0.5)
+    answers = (
+        Answer.objects.filter(item__hit__campaign=campaign, item__role__in=GOLD_ROLES, assignment__scored_at__isnull=False)
+        .exclude(assignment__status=AssignmentStatus.REJECTED)
+        .exclude(assignment__worker__blocked=True)
+        .exclude(assignment__worker__soft_blocked=True)
+        .select_related("item", "assignment")
+    )
+    if pair_ids is not None:
+        answers = answers.filter(item__pair_id__in=list(pair_ids))
+    if exclude_assignment_id is not None:
+        answers = answers.exclude(assignment_id=exclude_assignment_id)
+    tally: dict[int, list[int]] = {}
+    careless = {FLAG_SAME_ANSWER, FLAG_TOO_FAST, FLAG_LOW_TRUST}
+    for answer in answers:
+        if careless & set(answer.assignment.flags or []):
+            continue  # careless work says nothing about the gold item
+        entry = tally.setdefault(answer.item.pair_id, [0, 0])
+        entry[0] += int(not _gold_right(role=answer.item.role, answer=answer, campaign=campaign))
+        entry[1] += 1
+    return {pair: (wrong, n) for pair, (wrong, n) in tally.items() if n >= min_answers and wrong >= share * n}
+
+
 def _gold_outcome(*, assignment: Assignment, campaign) -> tuple[int, int, list[Answer]]:
-    items = list(HitItem.objects.filter(hit_id=assignment.hit_id).only("id", "role"))
+    items = list(HitItem.objects.filter(hit_id=assignment.hit_id).only("id", "role", "pair_id"))
     answers = {answer.item_id: answer for answer in Answer.objects.filter(assignment=assignment)}
+    gold = [item for item in items if item.role in GOLD_ROLES]
+    disputed = gold_pairs_disputed(
+        campaign=campaign, pair_ids=[item.pair_id for item in gold], exclude_assignment_id=assignment.pk
+    )
     correct = total = 0
-    for item in items:
-        if item.role not in GOLD_ROLES:
-            continue
+    for item in gold:
+        if item.pair_id in disputed:
+            continue  # the crowd says this gold item is wrong: it does not judge this worker
         total += 1
-        answer = answers.get(item.id)
-        if answer is None:
-            continue
-        if campaign.scale == Scale.SIMILARITY:
-            right = gold_score_right(role=item.role, score=answer.score, threshold=campaign.similarity_gold_threshold)
-        else:
-            right = gold_choice_right(role=item.role, choice=answer.choice, strict=campaign.strict_gold)
-        correct += int(right)
+        correct += int(_gold_right(role=item.role, answer=answers.get(item.id), campaign=campaign))
     ordered = [answers[item.id] for item in items if item.id in answers]
     return correct, total, ordered
 

@@ -193,11 +193,11 @@ def work_campaign(request, campaign_id: int):
 @handles_application_errors
 def work_claim(request, campaign_id: int):
     campaign = _live_campaign(campaign_id)
-    if not work_selectors.worker_is_qualified(campaign=campaign, worker=request.worker):
-        return redirect("work_qualification", campaign_id=campaign.pk)
     try:
         assignment = assignment_services.assignment_claim(campaign=campaign, worker=request.worker)
     except ApplicationError as error:
+        if error.extra.get("reason") == "qualification":
+            return redirect("work_qualification", campaign_id=campaign.pk)
         if error.status in (403, 404, 409):  # nothing left, a limit reached, paused: say so on the dashboard
             messages.warning(request, error.message)
             return redirect("work_home")

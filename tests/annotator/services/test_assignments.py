@@ -270,3 +270,22 @@ def test_expire_task_runs_the_service():
     assert assignments_expire_task.delay().get() == 1
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.EXPIRED
+
+
+def test_submit_writes_only_what_changed_and_accepts_a_repeated_item():
+    """The final answers of a submit: unchanged autosaved answers stay, new and changed ones are written."""
+    campaign = live_campaign_with_hits(hits=1, candidates=2)
+    worker = qualified(campaign)
+    assignment = assignment_claim(campaign=campaign, worker=worker)
+    tokens = list(hit_item_tokens(hit=assignment.hit))
+    answer_save(assignment=assignment, worker=worker, item_token=tokens[0], choice="yes", seconds_spent=9)
+    first = Answer.objects.get()
+    answers = [{"item_token": t, "choice": "no", "seconds_spent": 1} for t in tokens]
+    answers[0] = {"item_token": tokens[0], "choice": "yes", "seconds_spent": 2}  # unchanged (time cannot drop)
+    answers.append({"item_token": tokens[3], "choice": "mostly_no", "shortcomings": ["grammar"]})  # twice
+    assignment_submit(assignment=assignment, worker=worker, answers=answers)
+    stored = {a.item_id: a for a in Answer.objects.all()}
+    ids = list(hit_item_tokens(hit=assignment.hit).values())
+    assert stored[ids[0]].updated_at == first.updated_at and stored[ids[0]].seconds_spent == 9
+    assert [stored[i].choice for i in ids] == ["yes", "no", "no", "mostly_no"]
+    assert stored[ids[3]].shortcomings == ["grammar"]

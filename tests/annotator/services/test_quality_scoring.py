@@ -120,3 +120,22 @@ def test_reserved_assignment_is_not_scored():
     assert assignment_score(assignment_id=assignment.pk) is None
     assignment.refresh_from_db()
     assert assignment.scored_at is None
+
+
+def test_a_gold_item_the_crowd_contradicts_stops_counting():
+    """Five careful workers all call the gold negative a match: it is disputed, and the sixth worker who
+    agrees with them is not failed for it (the gold item is more likely wrong than six workers)."""
+    from annotator.services.quality import gold_pairs_disputed
+    from tests.factories import HitFactory, HitItemFactory
+
+    first = hit_with_gold(redundancy=9)
+    negative = first.items.get(role=ItemRole.GOLD_NEGATIVE)
+    scored = [assignment_score(assignment_id=submit(first, candidate="no", gold_negative="partially_yes").pk)
+              for _ in range(5)]
+    assert all(a.flags == [FLAG_GOLD_FAILED] for a in scored)
+    assert gold_pairs_disputed(campaign=first.campaign) == {negative.pair_id: (5, 5)}
+    second = HitFactory(campaign=first.campaign, assignments_required=1)
+    for position, item in enumerate(first.items.all()):
+        HitItemFactory(hit=second, position=position, pair=item.pair, role=item.role)
+    sixth = assignment_score(assignment_id=submit(second, candidate="no", gold_negative="partially_yes").pk)
+    assert (sixth.gold_correct, sixth.gold_total) == (1, 1) and sixth.flags == []

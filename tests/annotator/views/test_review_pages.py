@@ -1,6 +1,9 @@
 """Review and quality pages (annotator/views/review.py): who may see them and what they do."""
 
+from pathlib import Path
+
 import pytest
+from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
@@ -133,13 +136,38 @@ def test_import_cxc_csv_through_the_page(client, flagged):
     assert label.is_positive and not label.is_positive_strict and label.score == pytest.approx(3.4)
 
 
-def test_campaign_page_shows_quality_panel(client, flagged):
-    owner, campaign, _ = flagged
+def test_quality_panel_counts_and_links(flagged):
+    """The panel the campaign page includes at its quality spot: counts and links for the owner."""
+    from django.template import Context, Template
+
+    _, campaign, _ = flagged
+    html = Template("{% load quality_tags %}{% quality_panel campaign %}").render(Context({"campaign": campaign}))
+    assert "<strong>1</strong> assignment to review" in html
+    assert reverse("review-queue", args=[campaign.pk]) in html and reverse("review-quality", args=[campaign.pk]) in html
+    detail = (Path(settings.BASE_DIR) / "templates" / "campaigns" / "detail.html").read_text()
+    assert "{% quality_panel campaign %}" in detail
+
+
+def test_soft_blocked_worker_gets_an_unblock_button(client, flagged):
+    owner, campaign, assignment = flagged
+    worker = assignment.worker
+    worker.soft_blocked = True
+    worker.save()
     client.force_login(owner)
-    response = client.get(reverse("campaign-detail", args=[campaign.pk]))
-    if response.status_code != 200:
-        pytest.skip(f"the campaign page needs more setup ({response.status_code})")
-    body = response.content.decode()
-    if "Before launch" not in body and "quality-panel" not in body:
-        pytest.skip("the campaign page shows no statistics for this bare campaign")
-    assert "quality-panel" in body and "1</strong> assignment to review" in body
+    page = client.get(reverse("review-quality", args=[campaign.pk])).content.decode()
+    assert reverse("review-worker", args=[campaign.pk, worker.pk, "unblock"]) in page
+    assert reverse("review-worker", args=[campaign.pk, worker.pk, "block"]) not in page
+
+
+def test_quality_page_lists_disputed_gold(client, flagged):
+    owner, campaign, assignment = flagged
+    hit = assignment.hit
+    hit.assignments_required = 9
+    hit.save()
+    for _ in range(5):
+        assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="mostly_no").pk)
+    client.force_login(owner)
+    page = client.get(reverse("review-quality", args=[campaign.pk])).content.decode()
+    assert "Gold items the crowd contradicts" in page and "6/6" in page
+    detail = client.get(reverse("review-assignment", args=[assignment.pk])).content.decode()
+    assert "disputed: 6 of 6" in detail
