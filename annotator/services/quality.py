@@ -200,8 +200,9 @@ def _gold_right(*, role: str, answer: Answer | None, campaign) -> bool:
 
 
 def gold_pairs_disputed(*, campaign, pair_ids=None, exclude_assignment_id=None) -> dict[int, tuple[int, int]]:
-    """Gold pairs the crowd contradicts: at least QUALITY_GOLD_DISPUTE_MIN_ANSWERS scored answers (not
-    rejected, not from blocked workers or careless work), of which
+    """Gold pairs the crowd contradicts: at least QUALITY_GOLD_DISPUTE_MIN_ANSWERS scored answers (not from
+    blocked or soft-blocked workers, nor careless work; rejected work counts, as it may have been rejected
+    for this very item), of which
     at least QUALITY_GOLD_DISPUTE_SHARE are "wrong". Such a gold item is more likely wrong than the
     workers (a random "negative" that truly matches, an original caption that does not describe its
     image): it stops counting in scoring and is listed on the quality page. Returns pair -> (wrong, n).
@@ -210,7 +211,6 @@ def gold_pairs_disputed(*, campaign, pair_ids=None, exclude_assignment_id=None) 
     share = getattr(settings, "QUALITY_GOLD_DISPUTE_SHARE", 0.5)
     answers = (
         Answer.objects.filter(item__hit__campaign=campaign, item__role__in=GOLD_ROLES, assignment__scored_at__isnull=False)
-        .exclude(assignment__status=AssignmentStatus.REJECTED)
         .exclude(assignment__worker__blocked=True)
         .exclude(assignment__worker__soft_blocked=True)
         .select_related("item", "assignment")

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_minilm_pivot_hit_rate_on_a_small_synthetic_dataset(tmp_path):
-    make_synthetic_dataset(out_dir=tmp_path / "syn", images=60, seed=3, size=(64, 48))
+    make_synthetic_dataset(out_dir=tmp_path / "syn", images=40, seed=3, size=(64, 48))
     dataset = dataset_import(name="syn", captions_path=tmp_path / "syn" / "captions.json", images_path=tmp_path / "syn" / "images")
     truth = json.loads((tmp_path / "syn" / "truth.json").read_text())
     images = dict(models.Image.objects.filter(dataset=dataset).values_list("source_id", "pk"))
@@ -29,8 +29,7 @@ def test_minilm_pivot_hit_rate_on_a_small_synthetic_dataset(tmp_path):
     i2t_truth = {images[i]: {captions[str(c)] for c in ids} for i, ids in truth["i2t"].items()}
     t2i = hit_rates(ranked=top_lists(run=run, direction="t2i"), truth=t2i_truth)
     i2t = hit_rates(ranked=top_lists(run=run, direction="i2t"), truth=i2t_truth)
-    assert t2i["queries"] == 300 and i2t["queries"] == 60
-    print("hit rates", t2i, i2t)
+    assert t2i["queries"] == 200 and i2t["queries"] == 40
     assert t2i["top5"] > 0.5, t2i
     assert i2t["top5"] > 0.5, i2t
     assert t2i["top1"] <= t2i["top5"] <= t2i["top10"]

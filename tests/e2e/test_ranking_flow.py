@@ -1,0 +1,75 @@
+"""A requester, in Debian's Chromium: on the dataset page, rank with tfidf_pivot, watch the run finish,
+read the candidates of a query, and see the run on the dataset page. Screenshots go to test-artifacts/."""
+
+from pathlib import Path
+
+import pytest
+from django.db import connections
+
+from annotator import models
+from tests import factories
+from tests.ranking_support import ranking_dataset
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("Debian chromium is not installed")
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            connections.close_all()
+            browser.close()
+
+
+def shot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"ranking-{name}.png"), full_page=True)
+
+
+def test_requester_ranks_a_dataset_and_reads_candidates(browser, live_server):
+    requester = factories.user_with_role(models.Role.REQUESTER, username="req-rank")
+    dataset, images, captions = ranking_dataset(name="beach-and-buses")
+    dataset.owner = requester
+    dataset.save(update_fields=["owner"])
+
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    page.goto(f"{live_server.url}/accounts/login/?next=/datasets/{dataset.pk}/")
+    page.get_by_label("User name").fill("req-rank")
+    page.get_by_label("Password").fill("correct-horse-battery")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/datasets/{dataset.pk}/")
+    page.get_by_label("Rank with").select_option(label="tfidf_pivot (built in)")
+    page.get_by_label("Candidates per query (top K)").fill("5")
+    shot(page, "1-dataset-page")
+    page.get_by_role("button", name="Rank").click()
+    page.wait_for_url("**/ranking/runs/*/")
+    run = models.RankingRun.objects.get(dataset=dataset)
+    assert run.status == models.RunStatus.SUCCEEDED  # eager Celery here: it ran within the request
+    assert "Succeeded" in page.locator(".run-status").inner_text()
+    # The first caption's candidates are listed; the dog caption's best image is the dog picture.
+    first = page.locator("table").last.locator("tbody tr").first
+    assert "image img0" in first.inner_text()
+    shot(page, "2-run-page")
+
+    page.get_by_label("Direction").select_option("i2t")
+    page.get_by_label("Query id (caption or image)").fill(str(images[1].pk))
+    page.get_by_role("button", name="Show").click()
+    assert "bus" in page.locator("table").last.locator("tbody tr").first.inner_text().lower()
+    shot(page, "3-image-query")
+
+    page.goto(f"{live_server.url}/datasets/{dataset.pk}/")
+    row = page.locator(".ranking-runs tbody tr").first
+    assert "tfidf_pivot" in row.inner_text() and "100" in row.inner_text()
