@@ -151,13 +151,65 @@ def eccv_label_map(*, campaign_id: int, method: str, variant: str, merge_origina
         }
 
 
-def _write_eccv_map(out: IO[str], groups) -> int:
-    """Write `{"id": [ids], ...}`; returns the number of keys."""
+_COPY_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\"}
+_COPY_ESCAPE = re.compile(r"\\(.)")
+
+
+def _copy_unescape(field: str) -> str:
+    """A field of COPY's text format back to its value (COPY TO only emits these backslash sequences)."""
+    if "\\" not in field:
+        return field
+    return _COPY_ESCAPE.sub(lambda match: _COPY_ESCAPES.get(match.group(1), match.group(1)), field)
+
+
+class _EccvCopySink:
+    """Receives `COPY (one row per query: key, its ids as JSON) TO STDOUT` a row per write() and writes
+    `"key": [ids]` entries as they arrive: the rows never gather in memory."""
+
+    def __init__(self, out: IO[str]):
+        self.out = out
+        self.count = 0
+
+    def write(self, data) -> int:
+        line = data.decode("utf-8") if isinstance(data, (bytes, bytearray, memoryview)) else data
+        key, targets = line.rstrip("\n").split("\t")
+        self.out.write(("," if self.count else "") + _copy_unescape(key) + ": [" + _copy_unescape(targets) + "]")
+        self.count += 1
+        return len(data)
+
+
+def _eccv_map_postgres(out: IO[str], *, campaign_id: int, method: str, direction: str, variant: str,
+                       merge_original: bool) -> int:
+    """PostgreSQL: each query's list is aggregated in SQL and streamed with COPY, the fastest way out.
+
+    Same content and order as the portable path: queries in primary-key order, ids sorted, integer-looking
+    ids as JSON integers.
+    """
+    sql, merged = _eccv_sql(direction=direction, variant=variant, merge_original=merge_original)
+    params = [campaign_id, method, campaign_id] + ([campaign_id] if merged == 2 else [])
+    inner = sql.rsplit(" ORDER BY ", 1)[0]
+    as_json = "CASE WHEN x.tsrc ~ '^(-?[1-9][0-9]{0,17}|0)$' THEN x.tsrc ELSE to_json(x.tsrc)::text END"
+    aggregated = (
+        f"SELECT to_json(x.qsrc::text)::text, string_agg({as_json}, ', ' ORDER BY x.tsrc) "
+        f"FROM ({inner}) x(qpk, qsrc, tsrc) GROUP BY x.qpk, x.qsrc ORDER BY x.qpk"
+    )
+    sink = _EccvCopySink(out)
+    with connection.cursor() as cursor:
+        select = cursor.cursor.mogrify(aggregated, params).decode()
+        cursor.cursor.copy_expert(f"COPY ({select}) TO STDOUT", sink, size=1 << 18)
+    return sink.count
+
+
+def _write_eccv_map(out: IO[str], *, direction: str, **options) -> int:
+    """Write `{"id": [ids], ...}` for one direction; returns the number of keys."""
     out.write("{")
-    count = 0
-    for key, targets in groups:
-        out.write(("," if count else "") + json.dumps(str(key)) + ": [" + ", ".join(map(_id_json, targets)) + "]")
-        count += 1
+    if connection.vendor == "postgresql":
+        count = _eccv_map_postgres(out, direction=direction, **options)
+    else:
+        count = 0
+        for key, targets in _eccv_groups(direction=direction, **options):
+            out.write(("," if count else "") + json.dumps(str(key)) + ": [" + ", ".join(map(_id_json, targets)) + "]")
+            count += 1
     out.write("}")
     return count
 
@@ -166,9 +218,9 @@ def write_eccv_json(*, out: IO[str], campaign_id: int, method: str, variant: str
     """`{"i2t": {...}, "t2i": {...}}` into a text stream; returns the number of query keys written."""
     options = {"campaign_id": campaign_id, "method": method, "variant": variant, "merge_original": merge_original}
     out.write('{"i2t": ')
-    keys = _write_eccv_map(out, _eccv_groups(direction="i2t", **options))
+    keys = _write_eccv_map(out, direction="i2t", **options)
     out.write(', "t2i": ')
-    keys += _write_eccv_map(out, _eccv_groups(direction="t2i", **options))
+    keys += _write_eccv_map(out, direction="t2i", **options)
     out.write("}\n")
     return keys
 
@@ -181,7 +233,7 @@ def write_eccv_split(*, out: IO[bytes], campaign_id: int, method: str, variant: 
         for direction, name in ECCV_SPLIT_NAMES.items():
             with archive.open(name, "w", force_zip64=True) as member:
                 text = io.TextIOWrapper(member, encoding="utf-8", newline="")
-                keys += _write_eccv_map(text, _eccv_groups(direction=direction, **options))
+                keys += _write_eccv_map(text, direction=direction, **options)
                 text.write("\n")
                 text.flush()
                 text.detach()

@@ -82,6 +82,7 @@ def ranking_run_start(
     Locks the annotator row (SELECT ... FOR UPDATE) so two concurrent starts serialise; while a run of the
     same annotator, dataset and top_k is queued or running, that run is returned instead of a second one
     (so a double click starts one run). A finished run is never changed: starting again creates a new run.
+    Returns the run as it is after the commit (already finished when Celery runs eagerly).
     """
     try:
         top_k = int(top_k)
@@ -114,6 +115,7 @@ def ranking_run_start(
             status=RunStatus.QUEUED,
         )
         enqueue_on_commit(RANKING_TASK, run.pk)
+    run.refresh_from_db()  # with eager Celery (the embedded default) it has already run at commit
     return run
 
 

@@ -49,11 +49,18 @@ def test_other_methods_and_campaigns_are_not_exported():
     assert json.loads(export_bytes(other, "eccv_json")) == EXPECTED[("lenient", False)]
 
 
-def test_non_numeric_source_ids_are_json_strings():
+@pytest.mark.parametrize(
+    ("image", "caption"),
+    [("img-a", "cap 7"), ("a\tb\\c", 'say "hi"\nthere'), ("émoji 🙂", "007"), ("-12", "0")],
+)
+def test_non_numeric_source_ids_are_json_strings(image, caption):
+    """Ids that are not plain integers (leading zeros, tabs, quotes, backslashes, non-ASCII) stay exact strings."""
     campaign = factories.CampaignFactory()
-    pair = factories.PairFactory(campaign=campaign, image__source_id="img-a", caption__source_id="cap 7")
+    pair = factories.PairFactory(campaign=campaign, image__source_id=image, caption__source_id=caption)
     factories.LabelFactory(pair=pair)
-    assert json.loads(export_bytes(campaign, "eccv_json")) == {"i2t": {"img-a": ["cap 7"]}, "t2i": {"cap 7": ["img-a"]}}
+    text = export_bytes(campaign, "eccv_json").decode()
+    as_value = (lambda v: int(v)) if caption in ("0",) else str
+    assert json.loads(text) == {"i2t": {image: [as_value(caption)]}, "t2i": {caption: [int(image) if image == "-12" else image]}}
 
 
 def test_jsonl_has_every_approved_answer_provenance_label_and_pseudonym():
