@@ -7,8 +7,6 @@ from django.db.models import QuerySet
 from annotator.analysis.diversity import diversity_matrices
 from annotator.models import Candidate, Caption, Dataset, Direction, Image, MachineAnnotator, RankingRun, RunStatus
 
-UNITS = ("texts", "images", Direction.I2T, Direction.T2I)
-
 
 def ranking_run_progress(*, run: RankingRun, now: float | None = None) -> dict:
     """Status, percent done, and an ETA from the rate of this execution (not counting resumed work)."""

@@ -1,15 +1,18 @@
 """Exports of a campaign's verified labels: ECCV Caption JSON, JSONL, Crisscrossed CSV, a Postgres table.
 
-Every writer streams: rows come from server-side cursors (`connection.chunked_cursor()`, a named cursor on
-PostgreSQL) in chunks and are written as they arrive, grouped in SQL order, so memory does not grow with the
-number of labels. Files go to a temporary file first and then to the default storage (local disk or S3),
-which uploads from the file without reading it into memory.
+Every writer streams, so memory does not grow with the number of labels: rows come from server-side
+cursors (`connection.chunked_cursor()`, a named cursor on PostgreSQL) in chunks and are written as they
+arrive, grouped in SQL order. On PostgreSQL the ECCV JSON lists are aggregated in SQL and read with
+`COPY ... TO STDOUT` a row at a time, and the Postgres export pipes COPY to COPY. Files go to a temporary
+file first and then to the default storage (local disk or S3), which uploads from the file without
+reading it into memory.
 
 Which queries an ECCV map has: a pair asked in the image-to-caption stage (`Pair.direction == "i2t"`) or
 proposed by an i2t ranking (a PairSource in i2t) makes its image an i2t query; likewise t2i makes its
-caption a t2i query; a pair without a recorded stage (imported, hand-made) counts for both. The positives of a query are all positive
-labelled pairs of that query in the campaign, whatever stage proposed them, plus (on request) the
-dataset's original pairs. Queries without any positive are left out: R-Precision and mAP@R cannot score them.
+caption a t2i query; a pair without a recorded stage (imported, hand-made) counts for both. The positives
+of a query are all positive labelled pairs of that query in the campaign, whatever stage proposed them,
+plus (on request) the dataset's original pairs. Queries without any positive are left out: R-Precision
+and mAP@R cannot score them.
 """
 
 from __future__ import annotations
@@ -195,6 +198,8 @@ def _eccv_map_postgres(out: IO[str], *, campaign_id: int, method: str, direction
     )
     sink = _EccvCopySink(out)
     with connection.cursor() as cursor:
+        # The grouping sorts the positives; enough memory keeps that sort off the disk (this transaction only).
+        cursor.execute("SET LOCAL work_mem = '64MB'")
         select = cursor.cursor.mogrify(aggregated, params).decode()
         cursor.cursor.copy_expert(f"COPY ({select}) TO STDOUT", sink, size=1 << 18)
     return sink.count

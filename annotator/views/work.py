@@ -276,10 +276,24 @@ def _scale_context(campaign: Campaign) -> dict:
 
 
 def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: str) -> dict:
+    scale = _scale_context(campaign)
     rows = []
     for item in items:
         saved = answers.get(item["token"], {})
-        rows.append({**item, "saved": saved})
+        picked_reasons, picked_aspects = saved.get("shortcomings") or [], saved.get("wrong_aspects") or []
+        needs_reasons = saved.get("choice") in scale["needs_reasons"]
+        # What is checked and shown is worked out here once: the template only prints it (the page has
+        # 18 items x up to 18 inputs, and template lookups are the page's main cost).
+        rows.append({
+            **item,
+            "saved": saved,
+            "choice_rows": [(c["value"], c["label"], c["key"], saved.get("choice") == c["value"])
+                            for c in scale["choices"]],
+            "reason_rows": [(r["value"], r["label"], r["value"] in picked_reasons) for r in scale["shortcomings"]],
+            "aspect_rows": [(a["value"], a["label"], a["value"] in picked_aspects) for a in scale["aspects"]],
+            "reasons_hidden": not needs_reasons,
+            "aspects_hidden": not (needs_reasons and "wrong_way" in picked_reasons),
+        })
     return {
         "campaign": campaign,
         "items": rows,

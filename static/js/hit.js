@@ -78,13 +78,27 @@
   }
 
   // ---- follow-ups appear only when they apply ----
+  // The server renders only the follow-ups an item already needs; the others come from <template>s.
+  function followupFieldset(item, kind, create) {
+    let node = item.querySelector("." + kind);
+    if (node || !create) return node;
+    const template = document.getElementById(kind + "-template");
+    const holder = document.createElement("div");
+    holder.innerHTML = template.innerHTML.split("__TOKEN__").join(token(item));
+    node = holder.querySelector("fieldset");
+    const anchor = kind === "reasons" ? item.querySelector(".choices") : followupFieldset(item, "reasons", true);
+    anchor.after(node);
+    return node;
+  }
   function updateFollowups(item) {
     if (similarity || !data.followups) return;
-    const reasons = item.querySelector(".reasons");
-    const aspects = item.querySelector(".aspects");
     const s = state(item);
-    reasons.hidden = NEEDS_REASONS.indexOf(s.choice) < 0;
-    aspects.hidden = reasons.hidden || s.shortcomings.indexOf("wrong_way") < 0;
+    const needsReasons = NEEDS_REASONS.indexOf(s.choice) >= 0;
+    const needsAspects = needsReasons && s.shortcomings.indexOf("wrong_way") >= 0;
+    const reasons = followupFieldset(item, "reasons", needsReasons);
+    if (reasons) reasons.hidden = !needsReasons;
+    const aspects = followupFieldset(item, "aspects", needsAspects);
+    if (aspects) aspects.hidden = !needsAspects;
   }
 
   // ---- progress and the submit button ----
@@ -127,6 +141,9 @@
   const inFlight = {};
   let failures = 0;
   function setSaveState(text) { saveNode.textContent = text; }
+  function busy() {
+    return Object.keys(pending).length > 0 || Object.keys(inFlight).some(function (k) { return inFlight[k]; });
+  }
   function save(item) {
     pending[token(item)] = item;
     pump(token(item));
@@ -147,7 +164,7 @@
         inFlight[t] = false;
         if (response.ok) {
           failures = 0;
-          if (!Object.keys(pending).length) setSaveState("All answers saved.");
+          if (!busy()) setSaveState("All answers saved.");
           pump(t);
         } else if (response.status >= 500) {
           retry(t, item);
@@ -164,7 +181,7 @@
     setTimeout(function () { pump(t); }, Math.min(30000, 1000 * Math.pow(2, failures)));
   }
   window.addEventListener("beforeunload", function (event) {
-    if (Object.keys(pending).length || Object.keys(inFlight).some(function (k) { return inFlight[k]; })) {
+    if (busy()) {
       event.preventDefault();
       event.returnValue = "";
     }

@@ -57,6 +57,11 @@ def shot(page, name):
     page.screenshot(path=str(ARTIFACTS / f"worker-{name}.png"), full_page=False)
 
 
+def wait_ready(page):
+    """hit.js is deferred: wait until it has put the focus on an item before typing."""
+    page.wait_for_function("document.activeElement !== null && document.activeElement.closest('.item') !== null")
+
+
 def answer_item(page, number):
     key, followups = PLAN.get(number, ("1" if number % 2 else "4", []))
     page.keyboard.press(key)
@@ -99,6 +104,7 @@ def test_new_worker_end_to_end(live_server, browser, media_served):
     # The HIT, keyboard only
     page.locator("#start-working").click()
     page.wait_for_selector("#hit-form .item")
+    wait_ready(page)
     assignment = Assignment.objects.get(worker__user__username="newworker")
     total = page.locator("#hit-form .item").count()
     assert total == 18
@@ -114,6 +120,7 @@ def test_new_worker_end_to_end(live_server, browser, media_served):
     # Reload half-way: everything answered so far is back, follow-ups included
     page.reload()
     page.wait_for_selector("#hit-form .item")
+    wait_ready(page)
     assert page.locator("#progress-text").inner_text() == "9 / 18 answered"
     seventh = page.locator("#item-7")
     assert seventh.locator("input[value='mostly_no']").is_checked()
@@ -154,7 +161,9 @@ def test_new_worker_end_to_end(live_server, browser, media_served):
     phone.goto(f"{live_server.url}/work/campaigns/{campaign.pk}/")
     phone.locator("#start-working").click()
     phone.wait_for_selector("#hit-form .item")
+    wait_ready(phone)
     phone.keyboard.press("2")
+    assert phone.locator("#item-1 .reasons").is_visible()
     shot(phone, "10-phone-hit")
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, "the HIT page scrolls sideways on a phone"
@@ -179,9 +188,12 @@ def test_similarity_slider_by_keyboard(live_server, browser, media_served):
     page.goto(f"{live_server.url}/work/campaigns/{campaign.pk}/")
     page.locator("#start-working").click()
     page.wait_for_selector("#hit-form .item")
+    wait_ready(page)
     for key in ("4", "Enter", "2", "Enter", "5"):
         page.keyboard.press(key)
     page.keyboard.press("ArrowLeft")  # fine-tune the last one a little
+    page.wait_for_function("document.querySelector('#item-3 input[type=range]').value === '4.99'")
+    page.wait_for_timeout(100)  # the change event starts the save; then wait for it to land
     page.wait_for_function("document.getElementById('save-state').textContent === 'All answers saved.'")
     assert page.locator("#progress-text").inner_text() == "3 / 4 answered"
     assert page.locator("#item-1 .slider-state").inner_text() == "Rated: Mostly matched"
