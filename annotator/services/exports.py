@@ -613,12 +613,12 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
     """Write the campaign's labels into `table` of the database at `dsn`, creating it if needed.
 
     The first export of a campaign's labels is a plain COPY into the table. Later ones COPY into a temporary
-    table, then one INSERT ... ON CONFLICT (campaign_id, pair_id, method) DO UPDATE (rows that did not change
-    are not rewritten) and a DELETE of this campaign's rows that no longer exist, all in one transaction of
-    the target: re-running updates rather than duplicates, and a failed run leaves the table as it was.
-    Takes LOCK TABLE ... IN SHARE ROW EXCLUSIVE MODE on the target table, so concurrent exports into one
-    table run one after the other. Rows stream through a bounded queue between the two connections, so
-    memory does not grow with the number of labels.
+    table and upsert from it: an UPDATE of the rows whose values changed (unchanged rows are not rewritten),
+    an INSERT of the new keys (campaign_id, pair_id, method) and a DELETE of this campaign's rows whose labels
+    are gone, all in one transaction of the target: re-running updates rather than duplicates, and a failed
+    run leaves the table as it was. Takes LOCK TABLE ... IN SHARE ROW EXCLUSIVE MODE on the target table
+    (concurrent exports into one table run one after the other, and UPDATE-then-INSERT cannot race). Rows
+    stream through a bounded queue between the two connections, so memory does not grow with the labels.
     """
     import psycopg2
     from psycopg2 import sql as pgsql
@@ -633,9 +633,6 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
     identifier = pgsql.Identifier(*table.split("."))
     columns = pgsql.SQL(", ").join(pgsql.Identifier(name) for name, _ in PG_COLUMNS)
     key = pgsql.SQL(", ").join(pgsql.Identifier(name) for name in PG_KEY)
-    updates = pgsql.SQL(", ").join(
-        pgsql.SQL("{0} = EXCLUDED.{0}").format(pgsql.Identifier(name)) for name, _ in PG_COLUMNS if name not in PG_KEY
-    )
     chunks: queue.Queue = queue.Queue(maxsize=32)
     failed = threading.Event()
     outcome: dict = {}
@@ -664,7 +661,7 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                         pgsql.SQL("COPY {} ({}) FROM STDIN").format(identifier, columns).as_string(target),
                         _ChunkReader(chunks), size=1 << 18,
                     )
-                    outcome["upserted"], outcome["deleted"] = cursor.rowcount, 0
+                    outcome["inserted"], outcome["updated"], outcome["deleted"] = cursor.rowcount, 0, 0
                     target.commit()
                     return
                 cursor.execute(
@@ -675,21 +672,39 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                     )
                 )
                 cursor.copy_expert("COPY vericap_labels_in FROM STDIN", _ChunkReader(chunks), size=1 << 18)
-                # The target's statistics may be stale (it was just filled): an index keeps the anti-join below
-                # O(n log n) whatever plan is chosen; ANALYZE gives the temp table real numbers.
-                cursor.execute("CREATE INDEX ON vericap_labels_in (pair_id)")
+                # Set-at-a-time joins of the whole campaign: hash joins in memory, never a nested loop (the
+                # target's statistics may be stale, having just been filled, and a nested loop would go
+                # quadratic). The table lock makes UPDATE-then-INSERT an upsert without races.
+                cursor.execute("SET LOCAL work_mem = '256MB'")
+                cursor.execute("SET LOCAL enable_nestloop = off")
                 cursor.execute("ANALYZE vericap_labels_in")
+                same_key = pgsql.SQL(" AND ").join(
+                    pgsql.SQL("t.{0} = n.{0}").format(pgsql.Identifier(name)) for name in PG_KEY
+                )
                 cursor.execute(
                     pgsql.SQL(
-                        "INSERT INTO {t} AS t ({c}) SELECT {c} FROM vericap_labels_in ON CONFLICT ({k}) DO UPDATE SET {u} "
-                        "WHERE ({tc}) IS DISTINCT FROM ({ec})"  # unchanged rows are not rewritten
+                        "UPDATE {t} t SET {sets} FROM vericap_labels_in n WHERE {same_key} "
+                        "AND ({tc}) IS DISTINCT FROM ({nc})"  # unchanged rows are not rewritten
                     ).format(
-                        t=identifier, c=columns, k=key, u=updates,
+                        t=identifier, same_key=same_key,
+                        sets=pgsql.SQL(", ").join(
+                            pgsql.SQL("{0} = n.{0}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS if n not in PG_KEY
+                        ),
                         tc=pgsql.SQL(", ").join(pgsql.SQL("t.{}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS),
-                        ec=pgsql.SQL(", ").join(pgsql.SQL("EXCLUDED.{}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS),
+                        nc=pgsql.SQL(", ").join(pgsql.SQL("n.{}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS),
                     )
                 )
-                outcome["upserted"] = cursor.rowcount
+                outcome["updated"] = cursor.rowcount
+                cursor.execute(
+                    pgsql.SQL(
+                        "INSERT INTO {t} ({c}) SELECT {nc} FROM vericap_labels_in n "
+                        "WHERE NOT EXISTS (SELECT 1 FROM {t} t WHERE {same_key})"
+                    ).format(
+                        t=identifier, c=columns, same_key=same_key,
+                        nc=pgsql.SQL(", ").join(pgsql.SQL("n.{}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS),
+                    )
+                )
+                outcome["inserted"] = cursor.rowcount
                 cursor.execute(
                     pgsql.SQL(
                         "DELETE FROM {t} t WHERE t.campaign_id = %s AND t.method = %s AND NOT EXISTS "
@@ -729,7 +744,10 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
         if isinstance(error, psycopg2.Error):
             raise ApplicationError(f"The target database refused the labels: {str(error).strip()}") from None
         raise error
-    return {"table": table, "method": method, "rows": produced, "deleted": outcome.get("deleted", 0)}
+    return {
+        "table": table, "method": method, "rows": produced,
+        **{change: outcome.get(change, 0) for change in ("inserted", "updated", "deleted")},
+    }
 
 
 def export_file_name(job: ExportJob) -> str:

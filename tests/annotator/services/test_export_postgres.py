@@ -66,12 +66,17 @@ def test_export_creates_the_table_and_rerunning_updates_instead_of_duplicating(t
     changed.save()
     models.Label.objects.filter(pair__campaign=campaign, pair__caption__source_id="12").delete()
     result = labels_export_postgres(campaign=campaign, method="majority", dsn=target_dsn, table=TABLE)
-    assert result["deleted"] == 1
+    assert (result["inserted"], result["updated"], result["deleted"]) == (0, 1, 1)
     second = rows(target_dsn, campaign.pk)
     assert len(second) == len(LABELLED_PAIRS) - 1
     assert ("1", "32", "partially_yes") in [row[:3] for row in second]
-    labels_export_postgres(campaign=campaign, method="majority", dsn=target_dsn, table=TABLE)
-    assert rows(target_dsn, campaign.pk) == second
+    models.Label.objects.create(
+        pair=campaign.pairs.get(caption__source_id="12"), method="majority", choice="yes", is_positive=True,
+        is_positive_strict=True, confidence=1.0, answer_count=2,
+    )
+    result = labels_export_postgres(campaign=campaign, method="majority", dsn=target_dsn, table=TABLE)
+    assert (result["inserted"], result["updated"], result["deleted"]) == (1, 0, 0)  # nothing else rewritten
+    assert len(rows(target_dsn, campaign.pk)) == len(LABELLED_PAIRS)
 
 
 def test_other_campaigns_rows_are_left_alone(target_dsn):

@@ -13,7 +13,6 @@ from annotator.models import (
     Assignment,
     AssignmentStatus,
     Hit,
-    HitItem,
     PairSource,
     QualificationAttempt,
     Role,
