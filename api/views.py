@@ -78,7 +78,7 @@ class ScopedViewSet(viewsets.GenericViewSet):
 
     def get_object(self):
         lookup = str(self.kwargs.get(self.lookup_url_kwarg or self.lookup_field, ""))
-        if not lookup.isdigit() or not 0 < int(lookup) <= s.MAX_ID:
+        if not (lookup.isascii() and lookup.isdigit()) or not 0 < int(lookup) <= s.MAX_ID:
             raise ApplicationError(f"No such object: {lookup[:40]!r} is not an id.", status=404)
         return super().get_object()
 

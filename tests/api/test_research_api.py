@@ -176,3 +176,14 @@ def test_documentation_page_serves_local_assets(world):
     assert page.status_code == 200
     assert b"drf_spectacular_sidecar/swagger-ui-dist" in page.content
     assert world.client("anonymous").get("/api/v1/redoc/").status_code == 200
+
+
+@pytest.mark.parametrize("path", ["labels/abc/", "labels/²/", "labels/99999999999999999999999/", "nope/", "labels/1.5/"])
+def test_odd_paths_are_json_404s(world, path):
+    response = world.client("researcher").get(f"/api/v1/{path}")
+    assert response.status_code == 404 and response.json()["error"]
+
+
+def test_post_to_an_unknown_path_is_a_json_404_not_a_csrf_page(world):
+    response = world.client("requester").post("/api/v1/campaigns/1.5/build/", {}, format="json")
+    assert response.status_code == 404 and response.json()["error"]

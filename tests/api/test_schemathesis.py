@@ -7,6 +7,8 @@ the campaign and as the researcher it is shared with. A 5xx fails the test; ever
 
 import pytest
 import schemathesis
+from django.core import signals
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 
 from config.wsgi import application  # the same app gunicorn serves
@@ -24,6 +26,17 @@ REAL_IDS = {
     "assignments": "assignment", "workers": "worker", "labels": "label", "exports": "export",
     "evaluations": "evaluation",
 }
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection():
+    """Calls go through the real WSGI handler, whose request signals would close the test's database
+    connection (and its transaction) on PostgreSQL; Django's own test client disconnects them the same way."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
 
 
 @pytest.fixture
