@@ -72,7 +72,11 @@ def seed(args) -> dict:
 
     django.setup()
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
-    from django.contrib.sessions.backends.db import SessionStore
+    from importlib import import_module
+
+    from django.conf import settings
+
+    SessionStore = import_module(settings.SESSION_ENGINE).SessionStore  # as the server reads them
     from django.core.management import call_command
     from django.utils import timezone
 
@@ -260,6 +264,22 @@ def warm_up(base, campaign_id, session_keys, args):
         thread.join(timeout=150)
 
 
+def process_group_cpu_seconds(pgid: int) -> float:
+    """User + system CPU seconds of every live process in a process group (gunicorn's master and workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # fields: state, ppid, pgrp, ..., utime (11), stime (12)
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def percentile(values, q):
     if not values:
         return float("nan")
@@ -277,7 +297,10 @@ def main():
         "DATABASE_URL": f"{args.pg}/{args.database}",
         "CELERY_BROKER_URL": args.broker,
         "CELERY_TASK_ALWAYS_EAGER": "false",
-        "CONN_MAX_AGE": "60",
+        "CONN_MAX_AGE": "60",  # persistent connections: no PostgreSQL connect per request
+        # sessions read from Redis (shared by the gunicorn processes, so a logout is seen by all), not PostgreSQL
+        "CACHE_URL": args.broker,
+        "SESSION_ENGINE": "django.contrib.sessions.backends.cached_db",
         "DEBUG": "false",
         "MEDIA_ROOT": media,
         "LOG_LEVEL": "ERROR",
@@ -309,11 +332,15 @@ def main():
             for i, key in enumerate(data["sessions"])
         ]
         load_started = time.perf_counter()
+        # CPU actually spent per request, on each side: unlike latency it does not depend on what else runs.
+        server_cpu_started, client_cpu_started = process_group_cpu_seconds(server.pid), time.process_time()
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(timeout=max(1.0, stop_at - time.time() + 30))
         elapsed = time.perf_counter() - load_started
+        server_cpu = process_group_cpu_seconds(server.pid) - server_cpu_started
+        client_cpu = time.process_time() - client_cpu_started
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
@@ -328,7 +355,10 @@ def main():
     try:
         import redis
 
-        redis.Redis.from_url(args.broker).delete("default")  # the unconsumed scoring messages of this run
+        broker = redis.Redis.from_url(args.broker)
+        broker.delete("default")  # the unconsumed scoring messages of this run
+        for key in broker.scan_iter(match="*django.contrib.sessions.cached_db*", count=1000):
+            broker.delete(key)  # and the cached sessions of its throwaway users
     except Exception as exc:  # the numbers above stand without the clean-up
         print(f"(could not empty the broker queue: {exc})")
 
@@ -359,6 +389,10 @@ def main():
     requests_total = sum(len(v) for v in recorder.latencies.values())
     print(f"\nsubmissions: {recorder.submissions} in {elapsed:.1f}s = {recorder.submissions / elapsed:.2f}/s; "
           f"requests: {requests_total} = {requests_total / elapsed:.1f}/s; errors: {len(recorder.errors)}")
+    per_request = 1000 / max(requests_total, 1)
+    print(f"CPU in the load phase: gunicorn {server_cpu:.1f}s = {server_cpu * per_request:.1f} ms per request "
+          f"(PostgreSQL not included); this bench's own client threads {client_cpu:.1f}s = "
+          f"{client_cpu * per_request:.1f} ms per request; load average at the end {os.getloadavg()[0]:.1f}")
     print(f"database check: {submitted_db} submitted assignments ({len(data['warmup_sessions'])} of them from the "
           f"warm-up), HITs over redundancy: {over}")
     if recorder.errors:
@@ -371,7 +405,8 @@ def main():
     (out / "hit_serving.json").write_text(json.dumps({
         "args": vars(args), "latency": rows, "submissions": recorder.submissions, "elapsed_s": elapsed,
         "submissions_per_s": recorder.submissions / elapsed, "errors": recorder.errors[:100],
-        "error_count": len(recorder.errors), "over_redundancy": over, "load_average": os.getloadavg(),
+        "error_count": len(recorder.errors), "over_redundancy": over,
+        "server_cpu_ms_per_request": server_cpu * per_request, "client_cpu_ms_per_request": client_cpu * per_request, "load_average": os.getloadavg(),
     }, indent=2))
     stats = statistics.mean(recorder.latencies["autosave"]) if recorder.latencies["autosave"] else 0
     print(f"mean autosave {1000 * stats:.1f} ms; results in bench/out/hit_serving.json")

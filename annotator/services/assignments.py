@@ -119,12 +119,23 @@ def _reserve(*, hit: Hit, worker: Worker, now, external_assignment_id=None, reas
     return assignment
 
 
-def _expire_own_stale_leases(*, worker: Worker, campaign: Campaign, now) -> None:
-    stale = Assignment.objects.select_for_update().filter(
-        worker=worker, hit__campaign=campaign, status=AssignmentStatus.RESERVED, expires_at__lte=now
+def _expire_own_stale_leases(*, worker: Worker, campaign: Campaign, now) -> Assignment | None:
+    """Expire the worker's lapsed leases in the campaign and return the oldest one still running, if any.
+
+    One locked read of the worker's reserved assignments in the campaign (usually none) does both.
+    """
+    reserved = (
+        Assignment.objects.select_for_update()
+        .filter(worker=worker, hit__campaign=campaign, status=AssignmentStatus.RESERVED)
+        .order_by("reserved_at", "id")
     )
-    for assignment in stale:
-        assignment_transition(assignment=assignment, target=AssignmentStatus.EXPIRED, reason="lease expired")
+    held = None
+    for assignment in reserved:
+        if assignment.expires_at <= now:
+            assignment_transition(assignment=assignment, target=AssignmentStatus.EXPIRED, reason="lease expired")
+        elif held is None:
+            held = assignment
+    return held
 
 
 def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignment:
@@ -145,14 +156,7 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
     with transaction.atomic():
         worker = Worker.objects.select_for_update().get(pk=worker.pk)
         campaign = Campaign.objects.get(pk=campaign.pk)
-        _expire_own_stale_leases(worker=worker, campaign=campaign, now=now)
-        held = (
-            Assignment.objects.filter(
-                worker=worker, hit__campaign=campaign, status=AssignmentStatus.RESERVED, expires_at__gt=now
-            )
-            .order_by("reserved_at", "id")
-            .first()
-        )
+        held = _expire_own_stale_leases(worker=worker, campaign=campaign, now=now)
         if held is not None:
             return held
         _check_worker_may_claim(campaign=campaign, worker=worker)
