@@ -8,39 +8,18 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connections
 
 from annotator.models import Dataset, Role
+from tests.e2e.support import screenshot
 from tests.factories import user_with_role
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 DEMO = Path(settings.BASE_DIR) / "fixtures" / "demo"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path("/usr/bin/chromium").exists():
-        pytest.skip("Debian chromium is not installed")
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            connections.close_all()
-            browser.close()
 
 
 def shot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"datasets-{name}.png"), full_page=True)
+    screenshot(page, f"datasets-{name}", full_page=True)
 
 
 def test_requester_uploads_the_demo_set_and_sees_thumbnails_with_captions(live_server, browser, tmp_path):

@@ -1,42 +1,19 @@
 """A requester, in Debian's Chromium: on the dataset page, rank with tfidf_pivot, watch the run finish,
 read the candidates of a query, and see the run on the dataset page. Screenshots go to test-artifacts/."""
 
-from pathlib import Path
 
 import pytest
-from django.db import connections
 
 from annotator import models
 from tests import factories
+from tests.e2e.support import screenshot
 from tests.ranking_support import ranking_dataset
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path("/usr/bin/chromium").exists():
-        pytest.skip("Debian chromium is not installed")
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            connections.close_all()
-            browser.close()
-
 
 def shot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"ranking-{name}.png"), full_page=True)
+    screenshot(page, f"ranking-{name}", full_page=True)
 
 
 def test_requester_ranks_a_dataset_and_reads_candidates(browser, live_server):

@@ -3,55 +3,19 @@
 Screenshots go to test-artifacts/ (gitignored): campaign-01-form.png ... campaign-04-phone.png.
 """
 
-from pathlib import Path
 
 import pytest
-from django.conf import settings
-from django.db import connections
-from django.test import Client
 
 from annotator.models import Campaign, CampaignStatus, Role
 from tests.annotator.campaign_support import add_run, make_dataset
+from tests.e2e.support import logged_in_context, screenshot
 from tests.factories import user_with_role
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path("/usr/bin/chromium").exists():
-        pytest.skip("Debian chromium is not installed")
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            connections.close_all()
-            browser.close()
-
 
 def shot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"campaign-{name}.png"), full_page=True)
-
-
-def logged_in_context(browser, live_server, user, **kwargs):
-    client = Client()
-    client.force_login(user)
-    context = browser.new_context(**kwargs)
-    context.add_cookies(
-        [{"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-          "url": live_server.url}]
-    )
-    return context
+    screenshot(page, f"campaign-{name}", full_page=True)
 
 
 def test_requester_creates_builds_and_launches_a_campaign(live_server, browser):

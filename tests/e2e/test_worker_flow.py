@@ -4,44 +4,20 @@ keyboard alone (follow-ups included), reload half-way and find the answers kept,
 Screenshots go to test-artifacts/ (gitignored).
 """
 
-from pathlib import Path
 
 import pytest
-from django.db import connections
 
 import config.urls
 from annotator.models import Answer, Assignment, AssignmentStatus, QualificationAttempt
 from annotator.selectors.work import campaign_gold_items
+from tests.e2e.support import ARTIFACTS, screenshot
 from tests.factories import live_campaign_with_hits
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync",
-]
 # What the worker answers, item by item (1-based): key, then follow-up keystrokes after the answer.
 # 3 = "Partially YES" + first reason; 7 = "Mostly NO" + "wrong way" + aspect "Color"; the rest mostly 1/4.
 PLAN = {3: ("2", ["Space"]), 7: ("3", ["Tab", "Tab", "Space", "Tab", "Tab", "Tab", "Space"]), 12: ("3", ["Space"])}
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not Path("/usr/bin/chromium").exists():
-        pytest.skip("Debian chromium is not installed")
-    # Playwright's sync API runs an event loop in this thread; the ORM calls below are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            # ORM calls made while Playwright's loop runs get their own connection (asgiref's context-local
-            # storage); close it here, or the test database cannot be dropped at the end of the session.
-            connections.close_all()
-            browser.close()
 
 
 @pytest.fixture
@@ -53,8 +29,7 @@ def media_served(settings, monkeypatch):
 
 
 def shot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"worker-{name}.png"), full_page=False)
+    screenshot(page, f"worker-{name}", full_page=False)
 
 
 def wait_ready(page):

@@ -1,0 +1,28 @@
+"""Helpers of the browser tests: screenshots as test artifacts, a logged-in browser context."""
+
+from pathlib import Path
+
+from django.conf import settings
+from django.test import Client
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+def screenshot(page, name: str, *, full_page: bool = True) -> Path:
+    """Save what the person sees to test-artifacts/<name>.png (gitignored) and return the path."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
+
+
+def logged_in_context(browser, live_server, user, **kwargs):
+    """A browser context that carries `user`'s session cookie (the log-in form is tested elsewhere)."""
+    client = Client()
+    client.force_login(user)
+    context = browser.new_context(**kwargs)
+    context.add_cookies(
+        [{"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+          "url": live_server.url}]
+    )
+    return context
