@@ -75,6 +75,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Writers take the lock when their transaction begins, so two requests that read then write (a HIT
     # claim, an autosave) queue for it instead of one failing with "database is locked".
     DATABASES["default"]["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
+    if DATABASES["default"]["NAME"] not in ("", ":memory:"):
+        # A fresh clone has no var/ yet; SQLite creates the file but not its directory.
+        Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
