@@ -40,7 +40,8 @@ migrate: install
 
 demo: install migrate
 	$(MANAGE) demo_setup
-	@echo "Serving Vericap at http://127.0.0.1:8000 (Ctrl-C stops it)"
+	@echo "Serving Vericap at http://127.0.0.1:8000 (Ctrl-C stops it)."
+	@echo "Log in as requester, researcher or worker; the password of each is vericap-demo."
 	$(MANAGE) runserver 127.0.0.1:8000
 
 # The whole suite on the real PostgreSQL and Redis, then the fast part again on the embedded default.
