@@ -39,6 +39,9 @@ def parse_args():
     parser.add_argument("--hits-per-worker", type=int, default=1)
     parser.add_argument("--items", type=int, default=16, help="candidates per HIT (plus 1+1 gold)")
     parser.add_argument("--redundancy", type=int, default=3)
+    parser.add_argument("--taken-hits", type=int, default=3000,
+                        help="HITs already full (submitted by earlier workers) ahead of the open ones: a campaign "
+                             "of ECCV Caption's size (2,940 HITs) well under way")
     parser.add_argument("--think", type=float, default=5.0,
                         help="mean seconds between two autosaves of one worker (people take ~20-30 s per item)")
     parser.add_argument("--ramp", type=float, default=30.0,
@@ -83,6 +86,7 @@ def seed(args) -> dict:
     from annotator import models as m
 
     call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)  # served by WhiteNoise, as in production
     rng = random.Random(args.seed)
     User = get_user_model()
     owner = User.objects.create_user("bench-requester", password=None)
@@ -113,8 +117,13 @@ def seed(args) -> dict:
             used.add((image.pk, caption.pk))
             pairs.append(m.Pair(campaign=campaign, image=image, caption=caption))
     pairs = m.Pair.objects.bulk_create(pairs)
+    taken = m.Hit.objects.bulk_create(
+        m.Hit(campaign=campaign, index=i, assignments_required=args.redundancy, has_room=False)
+        for i in range(args.taken_hits)
+    )
     hit_rows = m.Hit.objects.bulk_create(
-        m.Hit(campaign=campaign, index=i, assignments_required=args.redundancy) for i in range(hits)
+        m.Hit(campaign=campaign, index=args.taken_hits + i, assignments_required=args.redundancy)
+        for i in range(hits)
     )
     items = []
     for h, hit in enumerate(hit_rows):
@@ -123,6 +132,12 @@ def seed(args) -> dict:
         rng.shuffle(members)
         items += [m.HitItem(hit=hit, position=p, pair=pair, role=role) for p, (pair, role) in enumerate(members)]
     m.HitItem.objects.bulk_create(items)
+    earlier = [m.Worker.objects.create(external_id=f"EARLIER{k}", pseudonym=f"w-earlier{k}") for k in range(args.redundancy)]
+    m.Assignment.objects.bulk_create(
+        (m.Assignment(hit=hit, worker=worker, status=m.AssignmentStatus.SUBMITTED, expires_at=timezone.now(),
+                      submitted_at=timezone.now()) for hit in taken for worker in earlier),
+        batch_size=5000,
+    )
     # A few more workers than simulated: they warm the gunicorn processes up (URLconf, templates, the
     # broker connection) before anything is measured.
     warmers = 4 * args.gunicorn_workers
@@ -138,10 +153,14 @@ def seed(args) -> dict:
     for user in users:
         store = SessionStore()
         store[SESSION_KEY] = str(user.pk)
-        store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+        store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
         store[HASH_SESSION_KEY] = user.get_session_auth_hash()
         store.create()
         sessions.append(store.session_key)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # the planner's statistics, as autovacuum keeps them on a live database
     return {"campaign": campaign.pk, "sessions": sessions[:args.workers], "warmup_sessions": sessions[args.workers:],
             "hits": hits, "items_per_hit": args.items + 2}
 
@@ -303,10 +322,12 @@ def main():
         "SESSION_ENGINE": "django.contrib.sessions.backends.cached_db",
         "DEBUG": "false",
         "MEDIA_ROOT": media,
+        "STATIC_ROOT": os.path.join(media, "static"),
         "LOG_LEVEL": "ERROR",
     }
     os.environ.update(env)
     print(f"== hit_serving: {args.workers} workers x {args.hits_per_worker} HIT(s), redundancy {args.redundancy}, "
+          f"{args.taken_hits} HITs already taken, "
           f"think {args.think}s, arrivals over {args.ramp}s, gunicorn {args.gunicorn_workers}x{args.gunicorn_threads} threads, "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     print(f"offered load: about {args.workers / args.think if args.think else float('inf'):.0f} autosaves/s "
@@ -314,7 +335,7 @@ def main():
     recreate_database(args.pg, args.database)
     started = time.perf_counter()
     data = seed(args)
-    print(f"seeded {data['hits']} HITs of {data['items_per_hit']} items and {args.workers} workers "
+    print(f"seeded {args.taken_hits} taken and {data['hits']} open HITs of {data['items_per_hit']} items and {args.workers} workers "
           f"in {time.perf_counter() - started:.1f}s")
 
     access_log = os.path.join(media, "access.log")

@@ -49,6 +49,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
+# ModelBackend that loads the role and the Worker with the user (one query per request, not three).
+AUTHENTICATION_BACKENDS = ["annotator.auth.AccountBackend"]
+
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 

@@ -190,11 +190,21 @@ class Hit(models.Model):
     stage = models.CharField(max_length=3, default="i2t")  # i2t first, then t2i for `both`
     status = models.CharField(max_length=16, choices=HitStatus.choices, default=HitStatus.OPEN)
     assignments_required = models.PositiveIntegerField(default=1)  # redundancy, raised for low confidence
+    # Where claims look (annotator.services.hit_room): False once the HIT's active assignments reach
+    # assignments_required, written only under the HIT's row lock after a fresh count; True again as soon as
+    # a slot frees up. A claim recounts under the lock, so a stale True costs one skipped HIT, never a slot.
+    has_room = models.BooleanField(default=True, db_default=True)
     external_hit_id = models.CharField(max_length=64, blank=True)  # MTurk HITId when published there
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["campaign_id", "index"]
+        indexes = [
+            # The claim's scan: open HITs with room, in the order they are handed out. Full HITs are not in
+            # it, so a claim late in a campaign costs what it costs at the start.
+            models.Index(fields=["campaign", "stage", "index"], name="hit_claim_order",
+                         condition=Q(status="open", has_room=True)),
+        ]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "index"], name="hit_index_unique"),
             models.CheckConstraint(condition=Q(status__in=HitStatus.values), name="hit_status_valid"),

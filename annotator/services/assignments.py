@@ -37,6 +37,7 @@ from annotator.models import (
 )
 from annotator.models.state import check_transition
 from annotator.queue import enqueue_on_commit
+from annotator.services.hit_room import assignment_left_active, hit_room_freed, hit_room_recount
 from annotator.selectors.work import hit_item_tokens, worker_is_qualified
 
 SCORE_TASK = "workers.tasks.quality.assignment_score_task"
@@ -71,6 +72,8 @@ def assignment_transition(
     AssignmentEvent.objects.create(
         assignment=assignment, from_status=previous, to_status=target, actor=actor, reason=reason[:1000]
     )
+    if assignment_left_active(previous, target):
+        hit_room_freed(hit_id=assignment.hit_id)
     return assignment
 
 
@@ -82,10 +85,6 @@ def _lock_hits(queryset):
 
 def _can_lock() -> bool:
     return connection.features.has_select_for_update and connection.features.has_select_for_update_of
-
-
-def _active_count(hit_id: int) -> int:
-    return Assignment.objects.filter(hit_id=hit_id, status__in=ACTIVE_ASSIGNMENT_STATUSES).count()
 
 
 def _check_worker_may_claim(*, campaign: Campaign, worker: Worker) -> None:
@@ -171,7 +170,7 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
                 )
         already_mine = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker)
         candidates = (
-            Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN)
+            Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN, has_room=True)
             .exclude(Exists(already_mine))
             .order_by("stage", "index")
         )
@@ -192,7 +191,7 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
                 hit = with_room.select_for_update(of=("self",)).first() if _can_lock() else None
             if hit is None:
                 break
-            if _active_count(hit.pk) >= hit.assignments_required:
+            if hit_room_recount(hit=hit, adding=1) >= hit.assignments_required:
                 full.append(hit.pk)
                 continue
             hit.campaign = campaign
@@ -231,7 +230,7 @@ def assignment_claim_external(
                 return mine
             raise ApplicationError("You have already worked on this HIT.", status=409)
         _check_worker_may_claim(campaign=hit.campaign, worker=worker)
-        if _active_count(hit.pk) >= hit.assignments_required:
+        if hit_room_recount(hit=hit, adding=1) >= hit.assignments_required:
             raise ApplicationError("This HIT has all the answers it needs.", status=409)
         return _reserve(
             hit=hit, worker=worker, now=now, external_assignment_id=external_assignment_id, reason="accepted on MTurk"
@@ -243,8 +242,10 @@ def _lock_own_assignment(*, assignment: Assignment, worker: Worker) -> Assignmen
     if connection.features.has_select_for_update_of:
         # Lock only the assignment row; the HIT and campaign come along in the same query.
         queryset = queryset.select_related("hit__campaign").select_for_update(of=("self",))
+    elif connection.features.has_select_for_update:
+        queryset = queryset.select_for_update()  # no OF: a join would lock the HIT and the campaign too
     else:
-        queryset = queryset.select_for_update()
+        queryset = queryset.select_related("hit__campaign")  # SQLite: its single writer serialises
     locked = queryset.first()
     if locked is None or locked.worker_id != worker.pk:
         raise ApplicationError("No such assignment.", status=404)
@@ -314,18 +315,35 @@ def _clean_seconds(seconds_spent) -> float | None:
     return min(seconds, MAX_SECONDS_PER_ITEM)
 
 
+_ANSWER_UPSERT = """
+    INSERT INTO {table} (assignment_id, item_id, choice, score, shortcomings, wrong_aspects, comment,
+                         seconds_spent, updated_at)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+    ON CONFLICT (assignment_id, item_id) DO UPDATE SET
+        choice = excluded.choice, score = excluded.score, shortcomings = excluded.shortcomings,
+        wrong_aspects = excluded.wrong_aspects, comment = excluded.comment, updated_at = excluded.updated_at,
+        seconds_spent = CASE WHEN excluded.seconds_spent > {table}.seconds_spent
+                             THEN excluded.seconds_spent ELSE {table}.seconds_spent END
+    RETURNING id, seconds_spent
+"""
+
+
 def _write_answer(*, assignment: Assignment, item_id: int, cleaned: dict, seconds: float | None) -> Answer:
-    answer = Answer.objects.filter(assignment=assignment, item_id=item_id).first()
-    if answer is None:
-        answer = Answer(assignment=assignment, item_id=item_id)
-    else:
-        answer.assignment = assignment  # keep the locked row (and its HIT and campaign) on the answer
-    for field, value in cleaned.items():
-        setattr(answer, field, value)
-    if seconds is not None:
-        # The browser sends the item's cumulative time; a stale tab must not lower it.
-        answer.seconds_spent = max(answer.seconds_spent or 0.0, seconds)
-    answer.save()
+    """Insert or replace the answer in one statement (an autosave is most of the traffic).
+
+    The browser sends the item's cumulative time, so seconds_spent only grows: a stale tab never lowers it.
+    PostgreSQL and SQLite both speak INSERT ... ON CONFLICT ... RETURNING; the unique constraint on
+    (assignment, item) is the conflict target.
+    """
+    answer = Answer(assignment=assignment, item_id=item_id, **cleaned, seconds_spent=seconds or 0.0,
+                    updated_at=timezone.now())
+    fields = ["assignment", "item", "choice", "score", "shortcomings", "wrong_aspects", "comment",
+              "seconds_spent", "updated_at"]
+    params = [Answer._meta.get_field(name).get_db_prep_save(getattr(answer, Answer._meta.get_field(name).attname),
+                                                              connection) for name in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(_ANSWER_UPSERT.format(table=connection.ops.quote_name(Answer._meta.db_table)), params)
+        answer.pk, answer.seconds_spent = cursor.fetchone()
     return answer
 
 
@@ -505,7 +523,10 @@ def assignments_expire(*, now=None, batch_size: int = 500) -> int:
     expired = 0
     while True:
         with transaction.atomic():
-            queryset = Assignment.objects.filter(status=AssignmentStatus.RESERVED, expires_at__lte=now).order_by("id")
+            # In HIT order: each expiry frees a slot under the HIT's row lock, and two batches that take
+            # those locks in the same order cannot deadlock.
+            queryset = (Assignment.objects.filter(status=AssignmentStatus.RESERVED, expires_at__lte=now)
+                        .order_by("hit_id", "id"))
             if connection.features.has_select_for_update_skip_locked:
                 queryset = queryset.select_for_update(skip_locked=True)
             batch = list(queryset[:batch_size])

@@ -490,7 +490,7 @@ def _extend(
     now = timezone.now()
     hit_rows = [
         {"campaign_id": campaign.pk, "index": next_index + i, "stage": direction,
-         "assignments_required": campaign.redundancy, "created_at": now}
+         "assignments_required": campaign.redundancy, "has_room": True, "created_at": now}
         for i, (direction, _items) in enumerate(hits_plan)
     ]
     hit_ids = _insert_rows(Hit, hit_rows)

@@ -123,7 +123,8 @@ def hits_request_extra_assignment(*, campaign: Campaign, pair_ids: set[int]) -> 
             approved = hit.assignments.filter(status=AssignmentStatus.APPROVED).count()
             if approved < hit.assignments_required:
                 continue
-            Hit.objects.filter(pk=hit_id).update(assignments_required=F("assignments_required") + 1, status=HitStatus.OPEN)
+            Hit.objects.filter(pk=hit_id).update(
+                assignments_required=F("assignments_required") + 1, status=HitStatus.OPEN, has_room=True)
             raised += 1
     return raised
 

@@ -39,6 +39,7 @@ from annotator.models import (
     Worker,
 )
 from annotator.models.state import check_transition
+from annotator.services.hit_room import assignment_left_active, hit_room_freed
 from annotator.services.trust import trust_policy, worker_trust, worker_trust_refresh
 
 logger = logging.getLogger(__name__)
@@ -74,6 +75,8 @@ def _transition(*, assignment: Assignment, target: str, actor=None, reason: str 
     AssignmentEvent.objects.create(
         assignment=assignment, from_status=previous, to_status=target, actor=actor, reason=reason[:1000]
     )
+    if assignment_left_active(previous, target):  # a rejection frees a slot for another worker
+        hit_room_freed(hit_id=assignment.hit_id)
 
 
 def hit_status_refresh(*, hit_id: int) -> Hit:

@@ -60,7 +60,7 @@ def signup(request):
                 field = error.extra.get("field")
                 form.add_error(field if field in form.fields else None, error.message)
             else:
-                login(request, worker.user, backend="django.contrib.auth.backends.ModelBackend")
+                login(request, worker.user, backend="annotator.auth.AccountBackend")
                 messages.success(request, "Welcome! Pick a campaign below to start working.")
                 return redirect("work_home")
         status = 400

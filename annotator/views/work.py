@@ -86,10 +86,8 @@ def worker_required(view):
     def wrapped(request, *args, **kwargs):
         worker = None
         if request.user.is_authenticated:
-            # One query for the worker and the role (these pages are hit on every autosave).
-            worker = Worker.objects.select_related("user__profile").filter(user_id=request.user.pk).first()
-            if worker is not None:
-                request.user.profile = worker.user.profile if hasattr(worker.user, "profile") else None
+            # The log-in backend (annotator.auth) loaded the worker and the role with the user: no query here.
+            worker = getattr(request.user, "worker", None)
             if user_role(request.user) != Role.WORKER:
                 raise PermissionDenied("These pages are for crowd workers.")
             if worker is None:

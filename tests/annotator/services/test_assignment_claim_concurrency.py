@@ -63,3 +63,44 @@ def test_fifty_threads_never_exceed_redundancy_nor_double_assign():
     assert len(assignments) == 24  # 25 workers for 24 slots: every slot taken, one worker told none is left
     assert all(a.status == AssignmentStatus.RESERVED for a in assignments)
     assert len(set(results)) == len(assignments)
+
+
+def test_claims_racing_returns_never_lose_a_slot():
+    """Claims and returns at once: a HIT with a free slot must stay visible to claims (Hit.has_room)."""
+    from annotator.models import ACTIVE_ASSIGNMENT_STATUSES
+    from annotator.services.assignments import assignment_return
+
+    campaign = live_campaign_with_hits(hits=4, candidates=1, redundancy=2)
+    workers = [WorkerFactory() for _ in range(24)]
+    for worker in workers:
+        QualificationAttempt.objects.create(worker=worker, campaign=campaign, items=[], passed=True,
+                                            score=1.0, finished_at=timezone.now())
+    barrier = threading.Barrier(len(workers))
+    errors = []
+
+    def claim_then_maybe_return(index, worker):
+        try:
+            barrier.wait()
+            for round_ in range(3):
+                try:
+                    assignment = assignment_claim(campaign=campaign, worker=worker)
+                except ApplicationError as error:
+                    assert error.status == 404, error.message
+                    continue
+                if (index + round_) % 2 == 0:
+                    assignment_return(assignment=assignment, worker=worker)
+        except Exception as error:
+            errors.append(repr(error))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=claim_then_maybe_return, args=(i, w)) for i, w in enumerate(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    for hit in campaign.hits.all():
+        active = hit.assignments.filter(status__in=ACTIVE_ASSIGNMENT_STATUSES).count()
+        assert active <= hit.assignments_required
+        assert hit.has_room or active >= hit.assignments_required, (hit.pk, active)

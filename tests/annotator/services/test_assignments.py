@@ -289,3 +289,46 @@ def test_submit_writes_only_what_changed_and_accepts_a_repeated_item():
     assert stored[ids[0]].updated_at == first.updated_at and stored[ids[0]].seconds_spent == 9
     assert [stored[i].choice for i in ids] == ["yes", "no", "no", "mostly_no"]
     assert stored[ids[3]].shortcomings == ["grammar"]
+
+
+def has_room(hit):
+    hit.refresh_from_db(fields=["has_room"])
+    return hit.has_room
+
+
+def test_a_full_hit_leaves_the_claim_scan_and_comes_back_when_a_slot_frees():
+    from annotator.services.quality import assignment_reject
+
+    campaign = live_campaign_with_hits(hits=2, redundancy=1, lease_minutes=10)
+    first, second = campaign.hits.order_by("index")
+    a = assignment_claim(campaign=campaign, worker=qualified(campaign))
+    b = assignment_claim(campaign=campaign, worker=qualified(campaign))
+    assert (a.hit_id, b.hit_id) == (first.pk, second.pk)
+    assert not has_room(first) and not has_room(second)
+    with pytest.raises(ApplicationError):
+        assignment_claim(campaign=campaign, worker=qualified(campaign))
+
+    assignment_return(assignment=a, worker=a.worker)  # a return frees the slot at once
+    assert has_room(first)
+    c = assignment_claim(campaign=campaign, worker=qualified(campaign))
+    assert c.hit_id == first.pk and not has_room(first)
+
+    later = timezone.now() + timezone.timedelta(minutes=11)  # so does an expired lease
+    assert assignments_expire(now=later) == 2
+    assert has_room(first) and has_room(second)
+    d = assignment_claim(campaign=campaign, worker=qualified(campaign), now=later)
+    assert d.hit_id == first.pk
+    assignment_submit(assignment=d, worker=d.worker, answers=full_answers(d), now=later)
+    assert not has_room(first)  # a submitted assignment still holds its slot
+    assignment_reject(assignment=d, reason="wrong on both gold items")  # and a rejection frees it
+    assert has_room(first)
+
+
+def test_a_stale_has_room_costs_one_skip_not_a_slot():
+    campaign = live_campaign_with_hits(hits=2, redundancy=1)
+    first, second = campaign.hits.order_by("index")
+    assignment_claim(campaign=campaign, worker=qualified(campaign))
+    type(first).objects.filter(pk=first.pk).update(has_room=True)  # as if a free raced a claim
+    b = assignment_claim(campaign=campaign, worker=qualified(campaign))
+    assert b.hit_id == second.pk  # the claim still counts: the full HIT is skipped
+    assert first.assignments.count() == 1

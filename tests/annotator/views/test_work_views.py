@@ -324,3 +324,38 @@ def test_local_workers_pages_cannot_be_framed():
     assignment = claim(client, campaign)
     response = client.get(reverse("work_hit", args=[assignment.pk]))
     assert response["X-Frame-Options"] == "DENY" and "Content-Security-Policy" not in response
+
+
+def test_worker_requests_stay_within_their_query_budget(django_assert_max_num_queries):
+    """The HIT-serving latency (bench/hit_serving.py) rests on these budgets; an autosave is most of the traffic.
+
+    Session reads are not counted here (the test settings keep sessions in the database; production reads
+    them from the cache). The user, their role and their Worker come in one query (annotator.auth).
+    """
+    campaign = live_campaign_with_hits(hits=2, candidates=2)
+    client, _ = worker_client(campaign)
+    client.get(reverse("work_home"))  # the session row, once
+    with django_assert_max_num_queries(15):  # 14, and one more when the claim fills the HIT (has_room)
+        assignment = claim(client, campaign)
+    with django_assert_max_num_queries(6):
+        html = client.get(reverse("work_hit", args=[assignment.pk])).content.decode()
+    tokens = list(dict.fromkeys(re.findall(r'data-token="([0-9a-f]+)"', html)))
+    url = reverse("work_answer", args=[assignment.pk])
+    with django_assert_max_num_queries(6):
+        assert post_json(client, url, {"item_token": tokens[0], "choice": "yes", "seconds_spent": 4}).status_code == 200
+    with django_assert_max_num_queries(6):  # a second save of the same item replaces it
+        saved = post_json(client, url, {"item_token": tokens[0], "choice": "mostly_no", "shortcomings": ["wrong_way"],
+                                        "wrong_aspects": ["color"], "seconds_spent": 2})
+    assert saved.json() == {"saved": True, "complete": True, "missing": None}
+    answer = Answer.objects.get(assignment=assignment)
+    assert (answer.choice, answer.shortcomings, answer.wrong_aspects, answer.seconds_spent) == (
+        "mostly_no", ["wrong_way"], ["color"], 4.0)
+
+
+def test_a_deactivated_workers_session_stops_working():
+    campaign = live_campaign_with_hits(hits=1, candidates=2)
+    client, worker = worker_client(campaign)
+    assert client.get(reverse("work_home")).status_code == 200
+    worker.user.is_active = False
+    worker.user.save(update_fields=["is_active"])
+    assert client.get(reverse("work_home")).status_code == 302  # back to the log-in page

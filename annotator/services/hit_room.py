@@ -1,0 +1,41 @@
+"""Hit.has_room: which HITs a claim looks at.
+
+A claim scans open HITs in order for one with fewer active assignments (reserved, submitted, approved)
+than it requires. Counting them for every HIT made a claim late in a campaign cost a scan of every full
+HIT before it; the flag (and a partial index on it) keeps full HITs out of that scan.
+
+The rules that keep the flag safe:
+- False is written only while holding the HIT's row lock, right after counting (`hit_room_recount`).
+- Whatever frees a slot (an assignment leaving the active statuses, a raised assignments_required) sets
+  it back to True with an UPDATE in the same transaction (`hit_room_freed`). The UPDATE takes the HIT's
+  row lock, so it lands after any claim that counted the slot as taken; a slot is never lost.
+- A claim recounts under the lock anyway, so a True on a full HIT only costs that claim one skip.
+"""
+
+from annotator.models import ACTIVE_ASSIGNMENT_STATUSES, Assignment, Hit
+
+
+def hit_active_count(*, hit_id: int) -> int:
+    return Assignment.objects.filter(hit_id=hit_id, status__in=ACTIVE_ASSIGNMENT_STATUSES).count()
+
+
+def hit_room_recount(*, hit: Hit, adding: int = 0) -> int:
+    """Count the HIT's active assignments and set has_room for after `adding` more. Caller holds the row lock.
+
+    Returns the count before `adding`.
+    """
+    active = hit_active_count(hit_id=hit.pk)
+    has_room = active + adding < hit.assignments_required
+    if has_room != hit.has_room:
+        Hit.objects.filter(pk=hit.pk).update(has_room=has_room)
+        hit.has_room = has_room
+    return active
+
+
+def hit_room_freed(*, hit_id: int) -> None:
+    """A slot of the HIT may have freed up: offer it to claims again. Call inside the freeing transaction."""
+    Hit.objects.filter(pk=hit_id).update(has_room=True)
+
+
+def assignment_left_active(previous: str, target: str) -> bool:
+    return previous in ACTIVE_ASSIGNMENT_STATUSES and target not in ACTIVE_ASSIGNMENT_STATUSES
