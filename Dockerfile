@@ -31,4 +31,5 @@ RUN SECRET_KEY=collectstatic-only DEBUG=false python manage.py collectstatic --n
 USER vericap
 EXPOSE 8000
 
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "120", "--access-logfile", "-"]
+# 3 processes x 8 threads, as measured by bench/hit_serving.py; GUNICORN_* variables change it.
+CMD ["gunicorn", "config.wsgi", "--config", "config/gunicorn.conf.py"]

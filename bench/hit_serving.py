@@ -167,7 +167,7 @@ def seed(args) -> dict:
 
 def start_gunicorn(args, env, access_log: str) -> subprocess.Popen:
     command = [
-        str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application",
+        str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application", "--config", "config/gunicorn.conf.py",
         "--bind", f"127.0.0.1:{args.port}", "--workers", str(args.gunicorn_workers),
         "--threads", str(args.gunicorn_threads), "--worker-class", "gthread", "--log-level", "warning",
         # server-side time per request (microseconds), to tell server time from the client's own queueing
@@ -317,9 +317,8 @@ def main():
         "CELERY_BROKER_URL": args.broker,
         "CELERY_TASK_ALWAYS_EAGER": "false",
         "CONN_MAX_AGE": "60",  # persistent connections: no PostgreSQL connect per request
-        # sessions read from Redis (shared by the gunicorn processes, so a logout is seen by all), not PostgreSQL
+        # a cache shared by the gunicorn processes: sessions are then read from Redis, not PostgreSQL
         "CACHE_URL": args.broker,
-        "SESSION_ENGINE": "django.contrib.sessions.backends.cached_db",
         "DEBUG": "false",
         "MEDIA_ROOT": media,
         "STATIC_ROOT": os.path.join(media, "static"),

@@ -209,12 +209,18 @@ MTURK_SANDBOX = env.bool("MTURK_SANDBOX", default=True)
 SESSION_COOKIE_SAMESITE = env.str("SESSION_COOKIE_SAMESITE", default="Lax")
 CSRF_COOKIE_SAMESITE = env.str("CSRF_COOKIE_SAMESITE", default="Lax")
 # Every worker request reads the session (an autosave is most of the traffic). CACHE_URL=redis://host:6379/N
-# gives a cache shared by all server processes; with it, SESSION_ENGINE=django.contrib.sessions.backends.cached_db
-# reads sessions from Redis (still written to the database). Never use cached_db without a shared cache: a
-# per-process cache would keep a logged-out session alive in the other processes.
-if env.str("CACHE_URL", default=""):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": env.str("CACHE_URL")}}
-SESSION_ENGINE = env.str("SESSION_ENGINE", default="django.contrib.sessions.backends.db")
+# gives a cache shared by all server processes, and then sessions are read from it (cached_db: still
+# written to the database, so nothing is lost when Redis restarts). A session cache needs a shared cache:
+# a per-process one would keep a logged-out session alive in the other processes, so that is refused.
+CACHE_URL = env.str("CACHE_URL", default="")
+if CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+SESSION_ENGINE = env.str(
+    "SESSION_ENGINE",
+    default="django.contrib.sessions.backends.cached_db" if CACHE_URL else "django.contrib.sessions.backends.db",
+)
+if SESSION_ENGINE.rsplit(".", 1)[-1] in ("cache", "cached_db") and not CACHE_URL:
+    raise ImproperlyConfigured(f"SESSION_ENGINE={SESSION_ENGINE} needs CACHE_URL (a cache all processes share).")
 CELERY_BEAT_SCHEDULE["leases-expire"] = {
     "task": "workers.tasks.leases.assignments_expire_task",
     "schedule": env.float("LEASES_EXPIRE_EVERY_SECONDS", default=60.0),

@@ -24,7 +24,7 @@ PROBE = (
     "'eager': s.CELERY_TASK_ALWAYS_EAGER, 'broker': s.CELERY_BROKER_URL, 'debug': s.DEBUG}, default=str))"
 )
 CLEARED = ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_TASK_ALWAYS_EAGER", "AWS_STORAGE_BUCKET_NAME", "DEBUG",
-           "SECRET_KEY", "DJANGO_SETTINGS_MODULE", "MEDIA_ROOT")
+           "SECRET_KEY", "DJANGO_SETTINGS_MODULE", "MEDIA_ROOT", "CACHE_URL", "SESSION_ENGINE")
 
 
 def run_settings(module: str, **env) -> subprocess.CompletedProcess:
@@ -60,6 +60,23 @@ def test_embedded_default_is_sqlite_at_an_absolute_path_eager_celery_and_local_f
     assert Path(probe["db"]["NAME"]).is_absolute() and Path(probe["db"]["NAME"]).parent == BASE_DIR / "var"
     assert probe["eager"] is True and probe["broker"] == "memory://"
     assert probe["storage"].endswith("FileSystemStorage")
+
+
+def test_cache_url_reads_sessions_from_the_shared_cache_and_a_session_cache_needs_one():
+    probe = PROBE.replace("'debug': s.DEBUG", "'sessions': s.SESSION_ENGINE, 'cache': s.CACHES['default']['BACKEND']")
+    environment = {k: v for k, v in os.environ.items() if k not in CLEARED}
+
+    def run(**env):
+        return subprocess.run([sys.executable, "-c", probe], cwd=BASE_DIR, capture_output=True, text=True, timeout=120,
+                              env={**environment, "DJANGO_SETTINGS_MODULE": "config.settings", **env})
+
+    plain = json.loads(run().stdout)
+    assert plain["sessions"] == "django.contrib.sessions.backends.db"
+    shared = json.loads(run(CACHE_URL="redis://127.0.0.1:6379/3").stdout)
+    assert shared["sessions"] == "django.contrib.sessions.backends.cached_db"
+    assert shared["cache"] == "django.core.cache.backends.redis.RedisCache"
+    refused = run(SESSION_ENGINE="django.contrib.sessions.backends.cached_db")
+    assert refused.returncode != 0 and "needs CACHE_URL" in refused.stderr
 
 
 def test_database_url_broker_and_s3_variables_switch_the_backends():
@@ -113,3 +130,14 @@ def test_an_import_into_s3_storage_stores_images_and_thumbnails_in_the_bucket(s3
     assert thumbnail.format == "JPEG" and thumbnail.size == (64, 48)
     assert image.thumbnail.url.startswith(s3_server)
     assert type(default_storage._wrapped).__name__ == "S3Storage"
+
+
+def test_the_gunicorn_config_of_the_image_and_the_bench_loads():
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    environment = {k: v for k, v in os.environ.items() if k not in CLEARED}
+    result = subprocess.run([str(gunicorn), "--check-config", "--print-config", "--config", "config/gunicorn.conf.py",
+                             "config.wsgi"], cwd=BASE_DIR, env={**environment, "DJANGO_SETTINGS_MODULE": "config.settings"},
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    printed = dict(line.split("=", 1) for line in result.stdout.replace(" ", "").splitlines() if "=" in line)
+    assert (printed["workers"], printed["threads"], printed["worker_class"]) == ("3", "8", "gthread")
