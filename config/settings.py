@@ -204,6 +204,11 @@ CELERY_BEAT_SCHEDULE["quality-aggregate"] = {
 
 # Crowd workers (issue 5, docs/workers.md): sign-up invite code (empty = open) and the lease-expiry beat.
 SIGNUP_INVITE_CODE = env.str("SIGNUP_INVITE_CODE", default="")
+# Check each MTurk arrival with GetAssignment (docs/workers.md). On when MTurk is configured: AWS keys that
+# boto3 (mturk_client) will use are in the environment, or DEBUG is off (keys from an instance role).
+MTURK_VERIFY_ARRIVALS = env.bool(
+    "MTURK_VERIFY_ARRIVALS", default=not DEBUG or bool(AWS_ACCESS_KEY_ID or env.str("AWS_PROFILE", default=""))
+)
 # MTurk shows our pages in a cross-site iframe: production behind https sets both to "None" (with Secure cookies).
 MTURK_SANDBOX = env.bool("MTURK_SANDBOX", default=True)
 SESSION_COOKIE_SAMESITE = env.str("SESSION_COOKIE_SAMESITE", default="Lax")

@@ -9,6 +9,7 @@ import json
 from functools import wraps
 from urllib.parse import urlencode, urlsplit
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
@@ -19,7 +20,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from annotator import scales
+from annotator import mturk, scales
 from annotator.errors import ApplicationError
 from annotator.models import (
     Assignment,
@@ -47,6 +48,8 @@ MTURK_SUBMIT_HOSTS = {"www.mturk.com", "workersandbox.mturk.com"}
 MTURK_FRAME_ANCESTORS = "frame-ancestors https://www.mturk.com https://workersandbox.mturk.com"
 SESSION_MTURK_WORKER = "mturk_worker_id"
 SESSION_MTURK_SUBMIT_TO = "mturk_submit_to"
+SESSION_MTURK_VERIFIED = "mturk_verified"  # "assignmentId|workerId|hitId" of arrivals MTurk confirmed
+SESSION_MTURK_VERIFIED_KEEP = 20
 
 # Short labels along the slider, as in the Crisscrossed Captions interfaces (seeds/003, Figures 4-6); the full
 # wording of each point (its Table 2) comes from annotator/scales.py and is shown in the instructions and as a
@@ -457,6 +460,33 @@ def mturk_framed(view):
     return wrapped
 
 
+def _verify_arrival(request, *, hit: Hit, assignment_id: str, worker_id: str) -> None:
+    """With MTURK_VERIFY_ARRIVALS, confirm an accepted assignment with MTurk once per session.
+
+    Raises ApplicationError (403, 409, 503) before any Worker or Assignment exists for the arrival. Later
+    arrivals with the same ids in this session (a reload, the return from the qualification test) are not
+    asked again; autosaves and submits never come here (the session names the worker).
+    """
+    if not settings.MTURK_VERIFY_ARRIVALS:
+        return
+    key = f"{assignment_id}|{worker_id}|{hit.external_hit_id}"
+    verified = request.session.get(SESSION_MTURK_VERIFIED, [])
+    if key in verified:
+        return
+    status = mturk.mturk_arrival_verify(hit=hit, assignment_id=assignment_id, worker_id=worker_id)
+    if status in mturk.ASSIGNMENT_FINISHED:
+        # Submitted on MTurk already: only our record of it can be shown, nothing new is leased.
+        if not Assignment.objects.filter(external_assignment_id=assignment_id, hit=hit).exists():
+            raise ApplicationError("This assignment was already submitted on MTurk; there is nothing left to do.",
+                                   status=409)
+    elif Assignment.objects.filter(hit=hit, worker__external_id=worker_id, status=AssignmentStatus.RESERVED).exclude(
+            external_assignment_id=assignment_id).exists():
+        # MTurk cannot say whose an accepted assignment is, and a worker has one assignment per HIT: another
+        # real assignment id must not open this worker's lease (assignment_claim_external would return it).
+        raise ApplicationError(mturk.ARRIVAL_REFUSED, status=403)
+    request.session[SESSION_MTURK_VERIFIED] = (verified + [key])[-SESSION_MTURK_VERIFIED_KEEP:]
+
+
 @require_GET
 @mturk_framed
 @handles_application_errors
@@ -474,7 +504,9 @@ def mturk_arrival(request):
         context = _hit_context(campaign=hit.campaign, items=items, answers={}, mode="preview")
         return render(request, "work/hit.html", context)
     submit_to = _valid_turk_submit_to(request.GET.get("turkSubmitTo", ""))
-    worker = worker_for_external(external_id=request.GET.get("workerId", ""))
+    worker_id = request.GET.get("workerId", "").strip()
+    _verify_arrival(request, hit=hit, assignment_id=assignment_id, worker_id=worker_id)
+    worker = worker_for_external(external_id=worker_id)
     request.session[SESSION_MTURK_WORKER] = worker.pk
     request.session[SESSION_MTURK_SUBMIT_TO] = submit_to
     request.worker = worker

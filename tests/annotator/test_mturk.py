@@ -6,7 +6,14 @@ from botocore.stub import ANY, Stubber
 
 from annotator.errors import ApplicationError
 from annotator.models import Hit
-from annotator.mturk import campaign_publish_to_mturk, external_question_xml, mturk_approve, mturk_reject
+from annotator.mturk import (
+    ASSIGNMENT_ACCEPTED,
+    campaign_publish_to_mturk,
+    external_question_xml,
+    mturk_approve,
+    mturk_arrival_verify,
+    mturk_reject,
+)
 from tests.factories import AssignmentFactory, live_campaign_with_hits
 
 pytestmark = pytest.mark.django_db
@@ -69,3 +76,28 @@ def test_quality_control_seam_mirrors_decisions_and_survives_mturk_errors(client
     client.stubber.add_client_error("reject_assignment", service_error_code="RequestError", http_status_code=400)
     assert assignment_approve_external(assignment=external, client=client) is True
     assert assignment_reject_external(assignment=external, reason="wrong gold", client=client) is False
+
+
+def test_arrival_verify_reads_get_assignment_and_refuses_what_mturk_contradicts(client):
+    """Submitted/approved: the worker and HIT must match; accepted (MTurk gives no details): "Accepted"."""
+    hit = live_campaign_with_hits(hits=1).hits.get()
+    Hit.objects.filter(pk=hit.pk).update(external_hit_id="3HIT")
+    hit.refresh_from_db()
+
+    def assignment(assignment_id, status):
+        return {"Assignment": {"AssignmentId": assignment_id, "WorkerId": "AW", "HITId": "3HIT",
+                               "AssignmentStatus": status}}
+
+    client.stubber.add_response("get_assignment", assignment("3A", "Approved"), {"AssignmentId": "3A"})
+    client.stubber.add_client_error(
+        "get_assignment", service_error_code="RequestError", expected_params={"AssignmentId": "3B"},
+        service_message="This operation can be called with a status of: Reviewable,Approved,Rejected")
+    client.stubber.add_response("get_assignment", assignment("3C", "Submitted"), {"AssignmentId": "3C"})
+    assert mturk_arrival_verify(hit=hit, assignment_id="3A", worker_id="AW", client=client) == "Approved"
+    assert mturk_arrival_verify(hit=hit, assignment_id="3B", worker_id="AW", client=client) == ASSIGNMENT_ACCEPTED
+    with pytest.raises(ApplicationError) as refused:
+        mturk_arrival_verify(hit=hit, assignment_id="3C", worker_id="ANOTHER", client=client)
+    assert refused.value.status == 403
+    with pytest.raises(ApplicationError) as malformed:  # refused without asking MTurk (nothing queued for it)
+        mturk_arrival_verify(hit=hit, assignment_id="3c; drop", worker_id="AW", client=client)
+    assert malformed.value.status == 403

@@ -3,11 +3,15 @@
 import json
 import re
 
+import boto3
 import pytest
+from botocore.exceptions import EndpointConnectionError
+from botocore.stub import Stubber
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from annotator import mturk
 from annotator.models import (
     Answer,
     Assignment,
@@ -23,6 +27,12 @@ from annotator.services.workers import worker_for_user
 from tests.factories import RankingRunFactory, live_campaign_with_hits, user_with_role
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _mturk_arrivals_unverified(settings):
+    """As in local development without MTurk keys; the mturk_api fixture turns verification on."""
+    settings.MTURK_VERIFY_ARRIVALS = False
 
 
 def worker_client(campaign=None, qualified=True):
@@ -359,3 +369,150 @@ def test_a_deactivated_workers_session_stops_working():
     worker.user.is_active = False
     worker.user.save(update_fields=["is_active"])
     assert client.get(reverse("work_home")).status_code == 302  # back to the log-in page
+
+
+# ---- MTurk arrival verification (MTURK_VERIFY_ARRIVALS, GetAssignment through botocore's Stubber) --------
+
+NOT_SUBMITTED = "This operation can be called with a status of: Reviewable,Approved,Rejected (1596835865828)"
+
+
+@pytest.fixture
+def mturk_api(settings, monkeypatch):
+    """Verification on; MTurk is a stubbed client: each GetAssignment must be queued, an unqueued call fails."""
+    settings.MTURK_VERIFY_ARRIVALS = True
+    client = boto3.client("mturk", region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test",
+                          endpoint_url=mturk.SANDBOX_ENDPOINT)
+    with Stubber(client) as stubber:
+        monkeypatch.setattr(mturk, "mturk_client", lambda **kwargs: client)
+        yield stubber
+        stubber.assert_no_pending_responses()
+
+
+def mturk_says_accepted(stubber, assignment_id):
+    """MTurk's answer for an accepted, not yet submitted assignment: it exists, its details are not given."""
+    stubber.add_client_error("get_assignment", service_error_code="RequestError", service_message=NOT_SUBMITTED,
+                             expected_params={"AssignmentId": assignment_id})
+
+
+def mturk_says_assignment(stubber, assignment_id, *, worker_id, hit_id, status="Submitted"):
+    stubber.add_response("get_assignment", {
+        "Assignment": {"AssignmentId": assignment_id, "WorkerId": worker_id, "HITId": hit_id,
+                       "AssignmentStatus": status},
+        "HIT": {"HITId": hit_id},
+    }, {"AssignmentId": assignment_id})
+
+
+def mturk_hit(external_hit_id="3HITEXAMPLE", **campaign_kwargs):
+    campaign = live_campaign_with_hits(hits=1, candidates=1, qualification_items=0, **campaign_kwargs)
+    hit = campaign.hits.get()
+    Hit.objects.filter(pk=hit.pk).update(external_hit_id=external_hit_id)
+    hit.refresh_from_db()
+    return hit
+
+
+def arrival(assignment_id="3ASSIGN1", worker_id="A2WORKER", hit_id="3HITEXAMPLE"):
+    return {"assignmentId": assignment_id, "hitId": hit_id, "workerId": worker_id,
+            "turkSubmitTo": "https://workersandbox.mturk.com"}
+
+
+def test_verified_mturk_arrival_works_end_to_end_and_mturk_is_asked_once_per_session(mturk_api):
+    """Arrival (one GetAssignment) -> HIT page -> autosave -> submit -> the form posting to turkSubmitTo."""
+    hit = mturk_hit()
+    client = Client()
+    preview = client.get("/mturk/", {"assignmentId": "ASSIGNMENT_ID_NOT_AVAILABLE", "hitId": "3HITEXAMPLE"})
+    assert preview.status_code == 200  # no MTurk call for a preview
+    mturk_says_accepted(mturk_api, "3ASSIGN1")  # the only answer queued: a second call would fail (503)
+    response = client.get("/mturk/", arrival())
+    assignment = Assignment.objects.get(external_assignment_id="3ASSIGN1")
+    assert response.status_code == 302 and response["Location"] == reverse("work_hit", args=[assignment.pk])
+    assert client.get("/mturk/", arrival())["Location"] == response["Location"]  # a reload: not asked again
+    page = client.get(response["Location"])
+    assert page.status_code == 200 and "frame-ancestors" in page["Content-Security-Policy"]
+    tokens = list(hit_item_tokens(hit=hit))
+    saved = post_json(client, reverse("work_answer", args=[assignment.pk]), {"item_token": tokens[0], "choice": "yes"})
+    assert saved.status_code == 200 and saved.json()["saved"] is True
+    submitted = post_json(client, reverse("work_submit", args=[assignment.pk]),
+                          {"answers": [{"item_token": t, "choice": "yes"} for t in tokens]})
+    assert submitted.status_code == 200
+    done = client.get(submitted.json()["next_url"]).content.decode()
+    assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in done
+    assert 'name="assignmentId" value="3ASSIGN1"' in done
+    assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.SUBMITTED
+
+
+def test_forged_worker_id_for_a_real_assignment_is_refused_and_creates_nothing(mturk_api):
+    mturk_hit()
+    mturk_says_assignment(mturk_api, "3ASSIGN1", worker_id="A2WORKER", hit_id="3HITEXAMPLE")
+    client = Client()
+    response = client.get("/mturk/", arrival(worker_id="AFORGED"))
+    assert response.status_code == 403
+    assert "MTurk does not confirm this assignment" in response.content.decode()
+    assert "frame-ancestors" in response["Content-Security-Policy"]  # shown inside MTurk's frame
+    assert not Worker.objects.filter(external_id="AFORGED").exists()
+    assert not Assignment.objects.exists()
+    assert "mturk_worker_id" not in client.session
+
+
+@pytest.mark.parametrize("mturk_answer", ["hit_not_ours", "unknown_assignment"])
+def test_an_assignment_mturk_does_not_give_for_our_hit_is_refused(mturk_api, mturk_answer):
+    """An assignment of another HIT (not ours), or an assignment id MTurk does not know: 403, nothing made."""
+    mturk_hit()
+    if mturk_answer == "hit_not_ours":
+        mturk_says_assignment(mturk_api, "3ASSIGN1", worker_id="A2WORKER", hit_id="3SOMEONEELSESHIT")
+    else:
+        mturk_api.add_client_error("get_assignment", service_error_code="RequestError",
+                                   service_message="Assignment 3ASSIGN1 does not exist. (1373477231604 s)")
+    response = Client().get("/mturk/", arrival())
+    assert response.status_code == 403
+    assert not Worker.objects.filter(external_id="A2WORKER").exists()
+    assert not Assignment.objects.exists()
+
+
+@pytest.mark.parametrize("failure", ["service_fault", "unreachable"])
+def test_mturk_failing_gives_a_503_saying_to_try_again_and_a_retry_works(mturk_api, failure):
+    def unreachable(**kwargs):
+        raise EndpointConnectionError(endpoint_url=mturk.SANDBOX_ENDPOINT)
+
+    mturk_hit()
+    client = Client()
+    with pytest.MonkeyPatch.context() as patch:
+        if failure == "service_fault":
+            mturk_api.add_client_error("get_assignment", service_error_code="ServiceFault", http_status_code=500)
+        else:
+            patch.setattr(mturk_api.client, "get_assignment", unreachable)
+        response = client.get("/mturk/", arrival())
+    assert response.status_code == 503
+    assert "try again" in response.content.decode()
+    assert not Worker.objects.exists() and not Assignment.objects.exists()
+    mturk_says_accepted(mturk_api, "3ASSIGN1")  # a failure is not remembered: the retry asks MTurk again
+    assert client.get("/mturk/", arrival()).status_code == 302
+
+
+def test_another_real_assignment_id_cannot_open_a_workers_lease(mturk_api):
+    """MTurk cannot name the worker of an accepted assignment: the lease stays with its assignment id."""
+    mturk_hit(redundancy=2)
+    mturk_says_accepted(mturk_api, "3ASSIGNVICTIM")
+    victim = Client()
+    victim_page = victim.get("/mturk/", arrival(assignment_id="3ASSIGNVICTIM"))
+    assert victim_page.status_code == 302
+    mturk_says_accepted(mturk_api, "3ASSIGNOTHER")  # someone else's real, accepted assignment
+    intruder = Client()
+    response = intruder.get("/mturk/", arrival(assignment_id="3ASSIGNOTHER"))
+    assert response.status_code == 403
+    assert "mturk_worker_id" not in intruder.session
+    assert intruder.get(victim_page["Location"]).status_code == 302  # to the log-in page, not the victim's HIT
+    assert list(Assignment.objects.values_list("external_assignment_id", flat=True)) == ["3ASSIGNVICTIM"]
+
+
+def test_an_assignment_already_submitted_on_mturk_opens_only_what_is_here(mturk_api):
+    hit = mturk_hit()
+    mturk_says_assignment(mturk_api, "3ASSIGN1", worker_id="A2WORKER", hit_id="3HITEXAMPLE", status="Approved")
+    response = Client().get("/mturk/", arrival())
+    assert response.status_code == 409 and "already submitted on MTurk" in response.content.decode()
+    assert not Assignment.objects.exists()
+    # the worker's own record of it (made at their first arrival) is shown again, read-only once submitted
+    mturk_says_accepted(mturk_api, "3ASSIGN1")
+    first = Client()
+    assignment_url = first.get("/mturk/", arrival())["Location"]
+    mturk_says_assignment(mturk_api, "3ASSIGN1", worker_id="A2WORKER", hit_id=hit.external_hit_id)
+    assert Client().get("/mturk/", arrival())["Location"] == assignment_url
