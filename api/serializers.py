@@ -31,13 +31,20 @@ def id_field(**kwargs) -> serializers.IntegerField:
 
 
 class DatasetSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+
     class Meta:
         model = Dataset
         fields = [
-            "id", "name", "status", "images_total", "images_done", "captions_total", "captions_done", "report",
-            "created_at", "updated_at",
+            "id", "url", "name", "status", "images_total", "images_done", "captions_total", "captions_done",
+            "report", "created_at", "updated_at",
         ]
         read_only_fields = fields
+
+    def get_url(self, dataset) -> str:
+        url = reverse("api-dataset-detail", args=[dataset.pk])
+        request = self.context.get("request")
+        return request.build_absolute_uri(url) if request else url
 
 
 class MachineAnnotatorSerializer(serializers.ModelSerializer):

@@ -6,8 +6,6 @@ may too); workers see only their own assignments. Out-of-scope objects are 404s.
 """
 
 import json
-import os
-import tempfile
 
 from django.db.models import Q
 from django.http import FileResponse
@@ -103,24 +101,33 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
 
         return dataset_list_visible(user=self.request.user).order_by("id")
 
-    @extend_schema(request={"multipart/form-data": s.DatasetImportSerializer}, responses={201: s.DatasetSerializer})
+    @extend_schema(request={"multipart/form-data": s.DatasetImportSerializer}, responses={202: s.DatasetSerializer})
     def create(self, request):
-        """Import (or add to) the dataset `name` from an uploaded captions file and a zip of images.
+        """Queue an import into (or an addition to) the dataset `name`: a captions file and a zip of images.
 
-        The files are kept in a temporary directory for the import's two passes and removed afterwards.
+        202 at once: the files are stored and a worker imports them. GET the dataset's `url` for its
+        `status` (importing, then ready or failed), its progress, and `report` (every offender under
+        `report.errors` when the import is refused). A missing file, a wrong suffix or a non-zip is a 400.
         """
-        from annotator.services.datasets import dataset_import
+        from annotator.services.datasets import dataset_upload
 
         data = _validated(s.DatasetImportSerializer, request.data)
-        with tempfile.TemporaryDirectory(prefix="vericap-upload-") as folder:
-            captions = _save_upload(data["captions"], folder, "captions", (".json", ".jsonl", ".csv"))
-            images = _save_upload(data["images"], folder, "images", (".zip",))
-            split_file = _save_upload(data["split_file"], folder, "split", (".json",)) if "split_file" in data else None
-            dataset = dataset_import(
-                name=data["name"], captions_path=captions, images_path=images, split_path=split_file,
-                split=data["split"] or None, owner=request.user,
-            )
-        return Response(s.DatasetSerializer(dataset).data, status=status.HTTP_201_CREATED)
+        dataset = dataset_upload(
+            name=data["name"], captions=data["captions"], images=data["images"],
+            split_file=data.get("split_file"), split=data["split"] or None, owner=request.user,
+        )
+        body = s.DatasetSerializer(dataset, context={"request": request}).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+    @extend_schema(request=None, responses={202: s.DatasetSerializer})
+    @action(detail=True, methods=["post"])
+    def retry(self, request, pk=None):
+        """Queue a failed import, or one that stopped making progress, again with the same uploaded files."""
+        from annotator.services.datasets import dataset_import_retry
+
+        dataset = dataset_import_retry(dataset=self.get_object())
+        return Response(s.DatasetSerializer(dataset, context={"request": request}).data,
+                        status=status.HTTP_202_ACCEPTED)
 
 
 class MachineAnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
@@ -456,19 +463,6 @@ def _visible_dataset(user, dataset_id: int) -> Dataset:
     from annotator.selectors.datasets import dataset_get_visible
 
     return dataset_get_visible(user=user, dataset_id=dataset_id)
-
-
-def _save_upload(upload, folder: str, stem: str, suffixes: tuple[str, ...]) -> str:
-    """Copy an upload into `folder` under a safe name that keeps its (allowed) file extension."""
-    name = (upload.name or "").lower()
-    suffix = next((suffix for suffix in sorted(suffixes, key=len, reverse=True) if name.endswith(suffix)), None)
-    if suffix is None:
-        raise ApplicationError(f"The {stem} file must end with one of: {', '.join(suffixes)}.")
-    path = os.path.join(folder, stem + suffix)
-    with open(path, "wb") as out:
-        for chunk in upload.chunks():
-            out.write(chunk)
-    return path
 
 
 def _json_text(value) -> str:

@@ -55,7 +55,7 @@ class ZipImages:
             self.zip = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as exc:
             raise ImageProblem(f"{path.name} is not a readable zip file ({exc})") from exc
-        self.label = str(path)
+        self.label = path.name  # what the person uploaded, not where the server keeps it
         self.members = {info.filename: info for info in self.zip.infolist() if not info.is_dir()}
         tops = {PurePosixPath(name).parts[0] for name in self.members if len(PurePosixPath(name).parts) > 1}
         flat = any(len(PurePosixPath(name).parts) == 1 for name in self.members)

@@ -1,9 +1,6 @@
 """The requester's dataset pages: the list with import progress and an upload form, and a dataset's
 thumbnails and captions."""
 
-import tempfile
-from pathlib import Path
-
 from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -13,7 +10,6 @@ from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.errors import ApplicationError
-from annotator.importing.uploads import save_upload
 from annotator.models import Role
 from annotator.selectors.datasets import (
     dataset_get_visible,
@@ -21,11 +17,11 @@ from annotator.selectors.datasets import (
     dataset_list_visible,
     dataset_progress,
 )
-from annotator.services.datasets import dataset_import
+from annotator.services.datasets import dataset_import_retry, dataset_import_stalled, dataset_upload
 from annotator.views.access import role_required
 
 IMAGES_PER_PAGE = 24
-# The browser form imports while the request waits: meant for small sets; big ones use the command or the API.
+# The request only stores the upload; a Celery task imports it. MS-COCO-sized sets still go by the command.
 MAX_UPLOAD_BYTES = 512 * 1024 * 1024
 
 
@@ -63,26 +59,47 @@ def dataset_list(request):
 
 @role_required(Role.REQUESTER)
 @require_POST
-def dataset_upload(request):
-    """Import uploaded files now (the request waits); a refused import lists every offender (400)."""
+def dataset_upload_submit(request):
+    """Store the uploaded files and queue their import, then show the dataset's page, which follows the
+    import and lists every offender if it is refused. What is wrong with the request itself (a missing
+    file, a wrong suffix, not a zip, another requester's dataset) is answered here (4xx)."""
     form = DatasetImportForm(request.POST, request.FILES)
     if not form.is_valid():
         return render(request, "datasets/list.html", _list_context(request, form=form), status=400)
     data = form.cleaned_data
     try:
-        with tempfile.TemporaryDirectory(prefix="vericap-upload-") as folder:
-            folder = Path(folder)
-            captions = save_upload(data["captions"], folder, "captions", (".json", ".jsonl", ".ndjson", ".csv"))
-            images = save_upload(data["images"], folder, "images", (".zip",))
-            split_file = save_upload(data["split_file"], folder, "split", (".json",)) if data["split_file"] else None
-            dataset = dataset_import(name=data["name"], captions_path=captions, images_path=images,
-                                     split_path=split_file, split=data["split"] or None, owner=request.user)
+        dataset = dataset_upload(name=data["name"], captions=data["captions"], images=data["images"],
+                                 split_file=data["split_file"], split=data["split"] or None, owner=request.user)
     except ApplicationError as error:
         context = _list_context(request, form=form, import_errors={"message": error.message, **error.extra})
         return render(request, "datasets/list.html", context, status=error.status)
-    report = dataset.report
-    messages.success(request, f"Imported {report['images_created']} images and {report['captions_created']} captions "
-                              f"into {dataset.name}.")
+    _import_message(request, dataset)
+    return redirect("dataset-detail", dataset_id=dataset.pk)
+
+
+def _import_message(request, dataset) -> None:
+    report = dataset.report or {}
+    if dataset.status == "importing":
+        messages.info(request, f"{dataset.name} is importing; this page follows it.")
+    elif report.get("phase") == "done":  # Celery ran it at once (the embedded default)
+        messages.success(request, f"Imported {report['images_created']} images and {report['captions_created']} "
+                                  f"captions into {dataset.name}.")
+
+
+@role_required(Role.REQUESTER)
+@require_POST
+def dataset_retry(request, dataset_id: int):
+    """Queue a failed or stalled import of the stored upload again (dataset_import_retry)."""
+    try:
+        dataset = dataset_get_visible(user=request.user, dataset_id=dataset_id)
+    except ApplicationError:
+        raise Http404("No such dataset.") from None
+    try:
+        dataset = dataset_import_retry(dataset=dataset)
+    except ApplicationError as error:
+        messages.error(request, error.message)
+    else:
+        _import_message(request, dataset)
     return redirect("dataset-detail", dataset_id=dataset.pk)
 
 
@@ -100,6 +117,7 @@ def dataset_detail(request, dataset_id: int):
         "progress": dataset_progress(dataset=dataset),
         "page": page,
         "report": report,
+        "stalled": dataset_import_stalled(dataset=dataset),
         "errors": report.get("errors", [])[:200],
         "duplicates": report.get("duplicates", [])[:50],
     })
@@ -107,6 +125,7 @@ def dataset_detail(request, dataset_id: int):
 
 urlpatterns = [
     path("datasets/", dataset_list, name="dataset-list"),
-    path("datasets/import/", dataset_upload, name="dataset-import"),
+    path("datasets/import/", dataset_upload_submit, name="dataset-import"),
     path("datasets/<int:dataset_id>/", dataset_detail, name="dataset-detail"),
+    path("datasets/<int:dataset_id>/retry/", dataset_retry, name="dataset-import-retry"),
 ]

@@ -25,6 +25,7 @@ ENDPOINTS = [
     ("datasets-detail", "get", "datasets/{dataset}/", None, REQ_DETAIL),
     # JSON without the files: the requester is let in and told what is missing; the others are refused.
     ("datasets-import", "post", "datasets/", {"name": "x"}, codes(401, 400, 400, 403, 403, 403)),
+    ("datasets-retry", "post", "datasets/{dataset}/retry/", None, codes(401, 409, 404, 403, 403, 403)),
     ("annotators-list", "get", "annotators/", None, REQ_LIST),
     ("annotators-detail", "get", "annotators/{annotator}/", None, REQ_LIST),
     ("annotators-create", "post", "annotators/", {"name": "tfidf-2", "kind": "tfidf_pivot"}, codes(401, 201, 201, 403, 403, 403)),

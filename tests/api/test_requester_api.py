@@ -36,17 +36,27 @@ COCO = {
 }
 
 
-def test_dataset_import_by_upload(world):
-    """COCO captions + a zip of images become a ready dataset owned by the requester."""
-    response = world.client("requester").post(
+def _post_dataset(client, name, coco, images):
+    return client.post(
         "/api/v1/datasets/",
-        {"name": "uploaded", "captions": _upload("captions.json", json.dumps(COCO).encode()),
-         "images": _upload("images.zip", _images_zip(["a.png", "b.png"]))},
+        {"name": name, "captions": _upload("captions.json", json.dumps(coco).encode()), "images": _upload("images.zip", images)},
         format="multipart",
     )
-    assert response.status_code == 201, response.content
-    body = response.json()
-    assert body["status"] == "ready" and body["name"] == "uploaded"
+
+
+def test_dataset_import_by_upload(world, django_capture_on_commit_callbacks):
+    """202 at once with the dataset's URL (importing); the task imports after commit; GET then shows it ready."""
+    client = world.client("requester")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = _post_dataset(client, "uploaded", COCO, _images_zip(["a.png", "b.png"]))
+        assert response.status_code == 202, response.content
+        body = response.json()
+        assert body["status"] == "importing" and body["report"] == {"phase": "queued"} and body["name"] == "uploaded"
+        assert body["url"] == f"http://testserver/api/v1/datasets/{body['id']}/" and response["Location"] == body["url"]
+    assert len(callbacks) == 1
+    shown = client.get(body["url"]).json()
+    assert shown["status"] == "ready" and shown["images_done"] == shown["images_total"] == 2
+    assert shown["captions_done"] == 3 and shown["report"]["images_created"] == 2
     dataset = models.Dataset.objects.get(pk=body["id"])
     assert dataset.owner == world.users["requester"]
     assert sorted(dataset.captions.values_list("source_id", flat=True)) == ["70", "71", "80"]
@@ -54,25 +64,49 @@ def test_dataset_import_by_upload(world):
     assert world.client("other_requester").get(f"/api/v1/datasets/{dataset.pk}/").status_code == 404
 
 
-def test_dataset_import_errors_name_the_offenders(world):
+def test_dataset_import_errors_name_the_offenders(world, django_capture_on_commit_callbacks):
+    """A bad archive is accepted (202), then the dataset is failed with every offender in its report."""
     coco = {**COCO, "annotations": [*COCO["annotations"], {"id": 90, "image_id": 9, "caption": "orphan"}]}
-    response = world.client("requester").post(
-        "/api/v1/datasets/",
-        {"name": "broken", "captions": _upload("captions.json", json.dumps(coco).encode()),
-         "images": _upload("images.zip", _images_zip(["a.png", "b.png"]))},
-        format="multipart",
-    )
-    assert response.status_code == 400
-    assert "refused" in response.json()["error"] and response.json()["errors"]
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("a.png", png_bytes(color=(1, 2, 3)))
+        zf.writestr("b.png", b"not an image at all")
+    client = world.client("requester")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = _post_dataset(client, "broken", coco, archive.getvalue())
+    assert response.status_code == 202, response.content
+    shown = client.get(response.json()["url"]).json()
+    assert shown["status"] == "failed" and shown["report"]["phase"] == "refused"
+    assert shown["report"]["error_count"] == 2 and len(shown["report"]["errors"]) == 2
+    assert any("b.png" in error for error in shown["report"]["errors"])
+    assert any("refers to unknown image 9" in error for error in shown["report"]["errors"])
+    assert {row["id"] for row in shown["report"]["offenders"]} == {"8", "90"}
+    assert not models.Image.objects.filter(dataset_id=shown["id"]).exists()
+    retry = client.post(f"/api/v1/datasets/{shown['id']}/retry/")
+    assert retry.status_code == 409 and "corrected files" in retry.json()["error"]
 
 
 def test_dataset_import_refuses_wrong_file_types(world):
-    response = world.client("requester").post(
+    client = world.client("requester")
+    response = client.post(
         "/api/v1/datasets/",
         {"name": "x", "captions": _upload("captions.txt", b"{}"), "images": _upload("images.zip", _images_zip(["a.png"]))},
         format="multipart",
     )
     assert response.status_code == 400 and ".json" in response.json()["error"]
+    not_zip = _post_dataset(client, "y", COCO, b"PK but not really a zip")
+    assert not_zip.status_code == 400 and not_zip.json()["error"] == "The images file is not a zip archive."
+    missing = client.post("/api/v1/datasets/", {"name": "z", "captions": _upload("captions.json", b"{}")}, format="multipart")
+    assert missing.status_code == 400 and missing.json()["error"].startswith("images:")
+    assert not models.Dataset.objects.filter(name__in=["x", "y", "z"]).exists()
+
+
+def test_only_requesters_import_datasets(world):
+    for role in ("worker", "researcher"):
+        response = _post_dataset(world.client(role), "nope", COCO, _images_zip(["a.png", "b.png"]))
+        assert response.status_code == 403 and response.json()["error"]
+    assert _post_dataset(world.client("anonymous"), "nope", COCO, _images_zip(["a.png"])).status_code == 401
+    assert not models.Dataset.objects.filter(name="nope").exists()
 
 
 def test_campaign_life_cycle_through_the_api(world):

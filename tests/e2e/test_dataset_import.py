@@ -64,3 +64,34 @@ def test_requester_uploads_the_demo_set_and_sees_thumbnails_with_captions(live_s
     phone.goto(f"{live_server.url}/datasets/{dataset.pk}/")
     assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")  # no sideways scrolling
     shot(phone, "04-phone")
+
+
+def test_a_refused_upload_lands_on_the_dataset_page_listing_every_offender(live_server, browser, tmp_path):
+    """The upload is answered at once; the (eager) import refuses it and the page names each missing file."""
+    user_with_role(Role.REQUESTER, username="req-refused", password="correct-horse-battery")
+    archive = tmp_path / "half.zip"
+    kept = sorted((DEMO / "images").glob("*.jpg"))[:17]  # two of the 19 images are missing
+    with zipfile.ZipFile(archive, "w") as zf:
+        for image in kept:
+            zf.write(image, image.name)
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(30000)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("User name").fill("req-refused")
+    page.get_by_label("Password").fill("correct-horse-battery")
+    page.get_by_role("button", name="Log in").click()
+    page.goto(f"{live_server.url}/datasets/")
+    page.get_by_text("Import a dataset from your computer").click()
+    page.get_by_label("Name").fill("half")
+    page.get_by_label("Captions file").set_input_files(str(DEMO / "captions.json"))
+    page.get_by_label("Images (.zip)").set_input_files(str(archive))
+    page.get_by_role("button", name="Import").click()
+    page.wait_for_url("**/datasets/*/")
+
+    dataset = Dataset.objects.get(name="half")
+    assert dataset.status == "failed" and dataset.images.count() == 0
+    assert page.get_by_role("heading", name="The last import was refused").is_visible()
+    offenders = page.locator(".errorlist li").all_inner_texts()
+    assert len(offenders) == 2 and all("not found in" in line for line in offenders)
+    shot(page, "05-refused")

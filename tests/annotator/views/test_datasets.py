@@ -1,6 +1,7 @@
 """Requester dataset pages and the home page: who sees what, thumbnails with captions, escaping, paging."""
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from annotator.models import DatasetStatus, Role
@@ -123,38 +124,114 @@ def _upload_files(tmp_path, *, corrupt=False):
     }
 
 
-def test_a_requester_imports_from_the_browser_and_owns_the_dataset(client, requester, tmp_path):
+def test_a_requester_imports_from_the_browser_and_owns_the_dataset(client, requester, tmp_path,
+                                                                   django_capture_on_commit_callbacks):
+    """The request stores the upload and answers at once (importing); the task imports it after commit."""
     from annotator.models import Dataset
 
     client.force_login(requester)
-    response = client.post(reverse("dataset-import"), {"name": "uploaded", **_upload_files(tmp_path)})
-    dataset = Dataset.objects.get(name="uploaded")
-    assert response.status_code == 302 and response.url == reverse("dataset-detail", args=[dataset.pk])
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = client.post(reverse("dataset-import"), {"name": "uploaded", **_upload_files(tmp_path)})
+        dataset = Dataset.objects.get(name="uploaded")
+        assert dataset.status == DatasetStatus.IMPORTING and dataset.images.count() == 0  # nothing ran in the request
+        assert response.status_code == 302 and response.url == reverse("dataset-detail", args=[dataset.pk])
+        importing = client.get(response.url).content.decode()
+        assert "uploaded is importing; this page follows it." in importing
+        assert "Importing&hellip; waiting for a worker" in importing and 'http-equiv="refresh"' in importing
+    assert len(callbacks) == 1
+    dataset.refresh_from_db()
+    assert dataset.status == DatasetStatus.READY and dataset.report["phase"] == "done"
     assert dataset.owner == requester and dataset.images.count() == 2 and dataset.captions.count() == 2
     page = client.get(response.url).content.decode()
-    assert "Imported 2 images and 2 captions into uploaded." in page and "A blue box." in page
+    assert "A blue box." in page and 'http-equiv="refresh"' not in page and "Importing&hellip;" not in page
 
 
-def test_a_refused_upload_names_every_offender_and_imports_nothing(client, requester, tmp_path):
-    from annotator.models import Image
+@pytest.mark.django_db(transaction=True)
+def test_with_eager_celery_the_page_import_finishes_within_the_request(client, tmp_path):
+    """The embedded default (CELERY_TASK_ALWAYS_EAGER): the task runs at commit, so the redirect lands on a
+    ready dataset."""
+    from annotator.models import Dataset
+
+    client.force_login(user_with_role(Role.REQUESTER, username="eager"))
+    response = client.post(reverse("dataset-import"), {"name": "eager", **_upload_files(tmp_path)})
+    dataset = Dataset.objects.get(name="eager")
+    assert dataset.status == DatasetStatus.READY and dataset.images.count() == 2
+    assert "Imported 2 images and 2 captions into eager." in client.get(response.url).content.decode()
+
+
+def test_a_refused_upload_fails_and_its_page_names_every_offender(client, requester, tmp_path,
+                                                                  django_capture_on_commit_callbacks):
+    from annotator.models import Dataset, Image
 
     client.force_login(requester)
-    response = client.post(reverse("dataset-import"), {"name": "bad-upload", **_upload_files(tmp_path, corrupt=True)})
-    assert response.status_code == 400
-    page = response.content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("dataset-import"), {"name": "bad-upload", **_upload_files(tmp_path, corrupt=True)})
+    dataset = Dataset.objects.get(name="bad-upload")
+    assert response.status_code == 302 and response.url == reverse("dataset-detail", args=[dataset.pk])
+    assert dataset.status == DatasetStatus.FAILED and dataset.report["error_count"] == 2
+    page = client.get(response.url).content.decode()
+    assert "The last import was refused" in page
     assert "image 2 (images[1]): file &#x27;2.png&#x27;" in page and "refers to unknown image 3" in page
+    assert "Retry the import" not in page  # a refused upload needs corrected files, not a retry
     assert Image.objects.count() == 0
 
 
 def test_upload_form_errors_and_roles(client, requester, tmp_path):
+    """Bad requests are refused before anything is stored or queued; other roles get a 403."""
+    from annotator.models import Dataset
+
     client.force_login(requester)
     missing = client.post(reverse("dataset-import"), {"name": "no-files"})
     assert missing.status_code == 400 and "This field is required." in missing.content.decode()
     wrong = _upload_files(tmp_path)
     wrong["images"].name = "images.tar"
-    assert client.post(reverse("dataset-import"), {"name": "tar", **wrong}).status_code == 400
+    tar = client.post(reverse("dataset-import"), {"name": "tar", **wrong})
+    assert tar.status_code == 400 and "must end with one of: .zip" in tar.content.decode()
+    not_zip = _upload_files(tmp_path)
+    not_zip["images"] = SimpleUploadedFile("images.zip", b"this is not a zip", content_type="application/zip")
+    refused = client.post(reverse("dataset-import"), {"name": "not-zip", **not_zip})
+    assert refused.status_code == 400 and "The images file is not a zip archive." in refused.content.decode()
+    split_name_only = client.post(reverse("dataset-import"), {"name": "split", "split": "test", **_upload_files(tmp_path)})
+    assert split_name_only.status_code == 400 and "split file and the split name" in split_name_only.content.decode()
     client.force_login(user_with_role(Role.WORKER))
     assert client.post(reverse("dataset-import"), {"name": "x", **_upload_files(tmp_path)}).status_code == 403
+    assert not Dataset.objects.exists()
+
+
+def test_an_upload_into_a_dataset_that_is_importing_is_refused(client, requester, tmp_path):
+    DatasetFactory(name="busy", owner=requester, status=DatasetStatus.IMPORTING, report={"phase": "importing"})
+    client.force_login(requester)
+    response = client.post(reverse("dataset-import"), {"name": "busy", **_upload_files(tmp_path)})
+    assert response.status_code == 409 and "is importing already" in response.content.decode()
+
+
+def test_a_stalled_import_offers_a_retry_that_resumes_it(client, requester, tmp_path,
+                                                         django_capture_on_commit_callbacks):
+    """A worker that died leaves the dataset importing with no progress: its page says so and a retry imports
+    the stored upload."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotator.models import Dataset
+
+    client.force_login(requester)
+    with django_capture_on_commit_callbacks(execute=False):  # the task is never run: its worker "died"
+        client.post(reverse("dataset-import"), {"name": "stalled", **_upload_files(tmp_path)})
+    dataset = Dataset.objects.get(name="stalled")
+    detail = reverse("dataset-detail", args=[dataset.pk])
+    assert "Retry the import" not in client.get(detail).content.decode()  # still fresh: no retry yet
+    Dataset.objects.filter(pk=dataset.pk).update(report={"phase": "checking images", "checked": 0},
+                                                 updated_at=timezone.now() - timedelta(minutes=11))
+    page = client.get(detail).content.decode()
+    assert "No progress since" in page and "Retry the import" in page and 'http-equiv="refresh"' not in page
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("dataset-import-retry", args=[dataset.pk]))
+    assert response.status_code == 302 and response.url == detail
+    dataset.refresh_from_db()
+    assert dataset.status == DatasetStatus.READY and dataset.images.count() == 2 and dataset.captions.count() == 2
+    client.force_login(user_with_role(Role.WORKER))
+    assert client.post(reverse("dataset-import-retry", args=[dataset.pk])).status_code == 403
 
 
 def test_list_counts_images_and_captions_without_joining_them(client, requester):
