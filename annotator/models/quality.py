@@ -46,9 +46,13 @@ class CleanupStatus(models.TextChoices):
 
 
 class CleanupProposal(models.Model):
-    """Post-processing (ECCV Caption App. C): a caption or an original pair proposed for removal.
+    """Post-processing (ECCV Caption App. C): a caption proposed for removal, because its text is not a
+    description (`not_description`) or because the crowd rejected its original pair (`original_rejected`,
+    `pair` is that pair; as in ECCV Caption, a caption that does not fit its own image is an invalid caption).
 
-    The requester confirms or dismisses; exports leave out confirmed removals.
+    The requester confirms or dismisses. A confirmed proposal of either kind removes the caption: every export
+    (ECCV JSON and split, JSONL, Crisscrossed CSV, the Postgres table) and the evaluation's label maps leave out
+    the caption and every pair it is in. Proposed and dismissed ones change nothing.
     """
 
     campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="cleanup_proposals")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
 from annotator.errors import ApplicationError
 from annotator.models import (
     AggregationMethod,
     Campaign,
+    CleanupProposal,
+    CleanupStatus,
     Evaluation,
     ExportJob,
     Label,
@@ -55,9 +57,17 @@ def label_list(
     positive: bool | None = None,
     strict: bool = False,
 ) -> QuerySet[Label]:
-    """Labels of `campaigns`, filtered; ordered by pair for stable pagination."""
-    labels = Label.objects.filter(pair__campaign__in=campaigns).select_related(
-        "pair", "pair__image", "pair__caption", "pair__other_image", "pair__other_caption"
+    """Labels of `campaigns`, filtered; ordered by pair for stable pagination.
+
+    As in the exports, pairs with a caption whose removal the requester confirmed (post-processing) are
+    left out.
+    """
+    removed = CleanupProposal.objects.filter(campaign=OuterRef("pair__campaign"), status=CleanupStatus.CONFIRMED)
+    labels = (
+        Label.objects.filter(pair__campaign__in=campaigns)
+        .exclude(Exists(removed.filter(caption=OuterRef("pair__caption"))))
+        .exclude(Exists(removed.filter(caption=OuterRef("pair__other_caption"))))
+        .select_related("pair", "pair__image", "pair__caption", "pair__other_image", "pair__other_caption")
     )
     if campaign_id is not None:
         labels = labels.filter(pair__campaign_id=campaign_id)

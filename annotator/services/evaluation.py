@@ -2,7 +2,9 @@
 
 The label map of a campaign is its ECCV JSON export (see annotator.services.exports); the queries are its
 keys. Side by side, R@k against the dataset's original pairs for the same queries: the number a paper would
-have reported on the original benchmark.
+have reported on the original benchmark. Captions whose removal the requester confirmed (post-processing,
+ECCV Caption App. C) are positives of neither: not in the label map (the export leaves them out), and not
+among the original pairs.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from django.db import transaction
 
 from annotator.analysis.metrics import RECALL_KS, evaluate, parse_direction_file
 from annotator.errors import ApplicationError
-from annotator.models import Campaign, Caption, Evaluation, ExportVariant
+from annotator.models import Campaign, Caption, CleanupProposal, CleanupStatus, Evaluation, ExportVariant
 from annotator.selectors.research import label_method_resolve
 from annotator.services.exports import eccv_label_map
 
@@ -35,11 +37,19 @@ def rankings_parse(*, raw: bytes | str, what: str = "rankings file") -> dict[str
 
 
 def original_label_map(*, campaign: Campaign, queries: dict[str, dict[str, list[str]]]) -> dict:
-    """The dataset's original positives for the given queries: an image's captions, a caption's image."""
+    """The dataset's original positives for the given queries: an image's captions, a caption's image.
+
+    Captions the requester removed from the campaign are left out, as the verified label map leaves them out.
+    """
     i2t_keys, t2i_keys = set(queries.get("i2t", {})), set(queries.get("t2i", {}))
     i2t: dict[str, list[str]] = {}
     t2i: dict[str, list[str]] = {}
-    rows = Caption.objects.filter(dataset_id=campaign.dataset_id).values_list("source_id", "image__source_id")
+    removed = CleanupProposal.objects.filter(campaign=campaign, status=CleanupStatus.CONFIRMED).values("caption_id")
+    rows = (
+        Caption.objects.filter(dataset_id=campaign.dataset_id)
+        .exclude(pk__in=removed)
+        .values_list("source_id", "image__source_id")
+    )
     for caption_source, image_source in rows.iterator(chunk_size=5000):
         if image_source in i2t_keys:
             i2t.setdefault(image_source, []).append(caption_source)

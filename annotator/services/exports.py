@@ -13,6 +13,11 @@ caption a t2i query; a pair without a recorded stage (imported, hand-made) count
 of a query are all positive labelled pairs of that query in the campaign, whatever stage proposed them,
 plus (on request) the dataset's original pairs. Queries without any positive are left out: R-Precision
 and mAP@R cannot score them.
+
+Removed captions (post-processing, ECCV Caption App. C): a caption whose CleanupProposal (of either kind) the
+requester confirmed is left out of every export, with every pair it is in (as `caption` or as
+`other_caption`): it is neither a query, nor a positive, nor an added original, nor a row. Proposed and
+dismissed proposals change nothing. The filter is an anti-join in each export's SQL (`_caption_kept`).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from annotator.models import (
     Campaign,
     CampaignDirection,
     Caption,
+    CleanupProposal,
+    CleanupStatus,
     ExportFormat,
     ExportJob,
     ExportStatus,
@@ -98,8 +105,31 @@ def _positive_column(variant: str) -> str:
     return "is_positive_strict" if variant == ExportVariant.STRICT else "is_positive"
 
 
-def _eccv_sql(*, direction: str, variant: str, merge_original: bool) -> tuple[str, int]:
-    """SQL yielding (query pk, query source id, target source id) ordered by query; and its campaign/method arity."""
+def _caption_kept(*, caption: str, campaign: str) -> str:
+    """SQL condition: the caption in column `caption` (NULL passes) was not removed from campaign `campaign`
+    (a column, or %s), i.e. no confirmed CleanupProposal of that campaign names it. The proposals are few, so
+    this is a small hashed anti-join and the export stays one streamed query."""
+    return (
+        f"NOT EXISTS (SELECT 1 FROM {_t(CleanupProposal)} r WHERE r.campaign_id = {campaign} "
+        f"AND r.caption_id = {caption} AND r.status = '{CleanupStatus.CONFIRMED}')"
+    )
+
+
+def _pair_kept(alias: str) -> str:
+    """SQL condition: pair `alias` holds no removed caption, on either side (caption-caption pairs have two)."""
+    return (
+        f"{_caption_kept(caption=f'{alias}.caption_id', campaign=f'{alias}.campaign_id')} "
+        f"AND {_caption_kept(caption=f'{alias}.other_caption_id', campaign=f'{alias}.campaign_id')}"
+    )
+
+
+def _eccv_sql(
+    *, campaign_id: int, method: str, direction: str, variant: str, merge_original: bool
+) -> tuple[str, list]:
+    """SQL yielding (query pk, query source id, target source id) ordered by query, and its parameters.
+
+    A removed caption is neither a query nor a positive (verified or added original).
+    """
     query_col, target_col = ("image_id", "caption_id") if direction == "i2t" else ("caption_id", "image_id")
     query_model, target_model = (Image, Caption) if direction == "i2t" else (Caption, Image)
     queries = (
@@ -112,27 +142,30 @@ def _eccv_sql(*, direction: str, variant: str, merge_original: bool) -> tuple[st
         f"FROM {_t(Label)} l JOIN {_t(Pair)} p ON p.id = l.pair_id "
         f"JOIN {_t(query_model)} qm ON qm.id = p.{query_col} JOIN {_t(target_model)} tm ON tm.id = p.{target_col} "
         f"WHERE p.campaign_id = %s AND p.kind = 'image_caption' AND l.method = %s AND l.{_positive_column(variant)} "
-        f"AND p.{query_col} IN ({queries})"
+        f"AND p.{query_col} IN ({queries}) "
+        f"AND {_caption_kept(caption='p.caption_id', campaign='p.campaign_id')}"
     )
     if not merge_original:
-        return f"{verified} ORDER BY 1, 3", 1
+        return f"{verified} ORDER BY 1, 3", [campaign_id, method, campaign_id]
     if direction == "i2t":  # an image's original captions
         original = (
             f"SELECT i.id, i.source_id, c.source_id FROM {_t(Caption)} c JOIN {_t(Image)} i ON i.id = c.image_id "
-            f"WHERE i.id IN ({queries})"
+            f"WHERE i.id IN ({queries}) AND {_caption_kept(caption='c.id', campaign='%s')}"
         )
     else:  # a caption's original image
         original = (
             f"SELECT c.id, c.source_id, i.source_id FROM {_t(Caption)} c JOIN {_t(Image)} i ON i.id = c.image_id "
-            f"WHERE c.id IN ({queries})"
+            f"WHERE c.id IN ({queries}) AND {_caption_kept(caption='c.id', campaign='%s')}"
         )
-    return f"{verified} UNION {original} ORDER BY 1, 3", 2
+    # verified (campaign, method, its queries' campaign), then original (its queries' campaign, the removals' campaign)
+    return f"{verified} UNION {original} ORDER BY 1, 3", [campaign_id, method, campaign_id, campaign_id, campaign_id]
 
 
 def _eccv_groups(*, campaign_id: int, method: str, direction: str, variant: str, merge_original: bool):
     """(query source id, [target source ids]) per query, in query order, one group in memory at a time."""
-    sql, merged = _eccv_sql(direction=direction, variant=variant, merge_original=merge_original)
-    params = [campaign_id, method, campaign_id] + ([campaign_id] if merged == 2 else [])
+    sql, params = _eccv_sql(
+        campaign_id=campaign_id, method=method, direction=direction, variant=variant, merge_original=merge_original
+    )
     current_pk, current_src, targets = None, None, []
     for query_pk, query_src, target_src in _stream(sql, params):
         if query_pk != current_pk:
@@ -188,8 +221,9 @@ def _eccv_map_postgres(out: IO[str], *, campaign_id: int, method: str, direction
     Same content and order as the portable path: queries in primary-key order, ids sorted, integer-looking
     ids as JSON integers.
     """
-    sql, merged = _eccv_sql(direction=direction, variant=variant, merge_original=merge_original)
-    params = [campaign_id, method, campaign_id] + ([campaign_id] if merged == 2 else [])
+    sql, params = _eccv_sql(
+        campaign_id=campaign_id, method=method, direction=direction, variant=variant, merge_original=merge_original
+    )
     inner = sql.rsplit(" ORDER BY ", 1)[0]
     as_json = "CASE WHEN x.tsrc ~ '^(-?[1-9][0-9]{0,17}|0)$' THEN x.tsrc ELSE to_json(x.tsrc)::text END"
     aggregated = (
@@ -252,7 +286,7 @@ def _pair_sql() -> str:
         f"FROM {_t(Label)} l JOIN {_t(Pair)} p ON p.id = l.pair_id "
         f"LEFT JOIN {_t(Image)} i ON i.id = p.image_id LEFT JOIN {_t(Caption)} c ON c.id = p.caption_id "
         f"LEFT JOIN {_t(Image)} oi ON oi.id = p.other_image_id LEFT JOIN {_t(Caption)} oc ON oc.id = p.other_caption_id "
-        "WHERE p.campaign_id = %s AND l.method = %s ORDER BY p.id"
+        f"WHERE p.campaign_id = %s AND l.method = %s AND {_pair_kept('p')} ORDER BY p.id"
     )
 
 
@@ -526,7 +560,7 @@ def _pg_select_sql() -> str:
         f"FROM {_t(Label)} l JOIN {_t(Pair)} p ON p.id = l.pair_id "
         f"LEFT JOIN {_t(Image)} i ON i.id = p.image_id LEFT JOIN {_t(Caption)} c ON c.id = p.caption_id "
         f"LEFT JOIN {_t(Image)} oi ON oi.id = p.other_image_id LEFT JOIN {_t(Caption)} oc ON oc.id = p.other_caption_id "
-        "WHERE p.campaign_id = %s AND l.method = %s"
+        f"WHERE p.campaign_id = %s AND l.method = %s AND {_pair_kept('p')}"
     )
 
 
@@ -625,7 +659,7 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
     The first export of a campaign's labels is a plain COPY into the table. Later ones COPY into a temporary
     table and upsert from it: an UPDATE of the rows whose values changed (unchanged rows are not rewritten),
     an INSERT of the new keys (campaign_id, pair_id, method) and a DELETE of this campaign's rows whose labels
-    are gone, all in one transaction of the target: re-running updates rather than duplicates, and a failed
+    are gone or whose caption was removed since (a confirmed CleanupProposal), all in one transaction of the target: re-running updates rather than duplicates, and a failed
     run leaves the table as it was. Takes LOCK TABLE ... IN SHARE ROW EXCLUSIVE MODE on the target table
     (concurrent exports into one table run one after the other, and UPDATE-then-INSERT cannot race). Rows
     stream through a bounded queue between the two connections, so memory does not grow with the labels.

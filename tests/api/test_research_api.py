@@ -37,6 +37,21 @@ def test_labels_are_scoped_filtered_and_paginated(world):
     assert client.get("/api/v1/labels/", {"campaign": world.foreign_campaign.pk}).json()["count"] == 0
 
 
+def test_labels_leave_out_captions_removed_in_post_processing(world):
+    client = world.client("researcher")
+    caption = models.Caption.objects.get(dataset=world.campaign.dataset, source_id="11")
+    with_caption = models.Label.objects.filter(pair__campaign=world.campaign, pair__caption=caption).count()
+    assert with_caption > 0
+    proposal = models.CleanupProposal.objects.create(campaign=world.campaign, kind=models.CleanupKind.choices[0][0],
+                                                     caption=caption)
+    assert client.get("/api/v1/labels/").json()["count"] == len(LABELLED_PAIRS)  # proposed: still there
+    proposal.status = models.CleanupStatus.CONFIRMED
+    proposal.save()
+    rows = client.get("/api/v1/labels/").json()
+    assert rows["count"] == len(LABELLED_PAIRS) - with_caption
+    assert "11" not in {row["caption"] for row in rows["results"]}
+
+
 @pytest.mark.parametrize(
     ("params", "field"), [({"positive": "maybe"}, "positive"), ({"campaign": "x"}, "campaign"), ({"method": "vote"}, "method")]
 )

@@ -129,3 +129,28 @@ def test_a_failing_target_leaves_the_table_as_it_was(target_dsn):
     with psycopg2.connect(target_dsn) as target, target.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {TABLE}")
         assert cursor.fetchone()[0] == 0
+
+
+def test_removed_captions_are_left_out_and_a_rerun_deletes_their_rows(target_dsn):
+    """A confirmed removal leaves the table (a re-run deletes its rows); proposed and dismissed ones stay."""
+    campaign = research_campaign()
+    captions = {caption.source_id: caption for caption in models.Caption.objects.filter(dataset=campaign.dataset)}
+
+    def propose(source_id, status):
+        return models.CleanupProposal.objects.create(
+            campaign=campaign, kind=models.CleanupKind.NOT_A_DESCRIPTION, caption=captions[source_id], status=status
+        )
+
+    propose("12", models.CleanupStatus.CONFIRMED)
+    later = propose("22", models.CleanupStatus.PROPOSED)
+    propose("31", models.CleanupStatus.DISMISSED)
+    result = labels_export_postgres(campaign=campaign, method=None, dsn=target_dsn, table=TABLE)
+    kept = [(image, caption) for image, caption, _, _ in LABELLED_PAIRS if caption != "12"]
+    assert result["rows"] == len(kept)
+    assert [row[:2] for row in rows(target_dsn, campaign.pk)] == kept
+
+    later.status = models.CleanupStatus.CONFIRMED
+    later.save()
+    result = labels_export_postgres(campaign=campaign, method=None, dsn=target_dsn, table=TABLE)
+    assert (result["inserted"], result["updated"], result["deleted"]) == (0, 0, 2)  # caption 22 was in two pairs
+    assert [row[:2] for row in rows(target_dsn, campaign.pk)] == [pair for pair in kept if pair[1] != "22"]
