@@ -83,6 +83,7 @@ class CampaignSerializer(serializers.ModelSerializer):
             "qualification_items", "qualification_pass_mark", "qualification_cooldown_minutes", "strict_gold",
             "similarity_gold_threshold", "gold_fail_action", "auto_approve_hours", "min_seconds_per_item",
             "confidence_threshold", "extra_assignment_cap", "created_at", "built_at", "launched_at", "build_report",
+            "build_error",
         ]
         read_only_fields = fields
 

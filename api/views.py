@@ -224,11 +224,19 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         campaign = getattr(services, service_name)(campaign=self.get_object())
         return Response(s.CampaignSerializer(campaign).data)
 
-    @extend_schema(request=None, responses=s.CampaignSerializer)
+    @extend_schema(request=None, responses={202: s.CampaignSerializer})
     @action(detail=True, methods=["post"])
     def build(self, request, pk=None):
-        """Pool the runs, choose gold, pack HITs (draft or built -> built)."""
-        return self._transition("campaign_build")
+        """Queue the build: pool the runs, choose gold, pack HITs (draft or built -> building -> built).
+
+        202 at once with the campaign `building`; a worker builds it. GET the campaign for its `status`:
+        `built`, or `draft` again with the reason in `build_error`. A campaign building already is a 409;
+        a built one whose options and runs have not changed is returned as it is.
+        """
+        from annotator.services.campaigns import campaign_build_request
+
+        campaign = campaign_build_request(campaign=self.get_object())
+        return Response(s.CampaignSerializer(campaign).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=None, responses=s.CampaignSerializer)
     @action(detail=True, methods=["post"])

@@ -22,6 +22,7 @@ class Scale(models.TextChoices):
 
 class CampaignStatus(models.TextChoices):
     DRAFT = "draft", "Draft"
+    BUILDING = "building", "Building"  # a worker is pooling and packing its HITs (campaign_build_run)
     BUILT = "built", "Built"
     LIVE = "live", "Live"
     PAUSED = "paused", "Paused"
@@ -29,8 +30,10 @@ class CampaignStatus(models.TextChoices):
 
 
 CAMPAIGN_TRANSITIONS = {
-    CampaignStatus.DRAFT: {CampaignStatus.BUILT},
-    CampaignStatus.BUILT: {CampaignStatus.LIVE, CampaignStatus.BUILT},
+    CampaignStatus.DRAFT: {CampaignStatus.BUILDING},
+    # A failed build goes back to draft with its message in build_error.
+    CampaignStatus.BUILDING: {CampaignStatus.BUILT, CampaignStatus.DRAFT},
+    CampaignStatus.BUILT: {CampaignStatus.LIVE, CampaignStatus.BUILDING},
     CampaignStatus.LIVE: {CampaignStatus.PAUSED, CampaignStatus.FINISHED},
     CampaignStatus.PAUSED: {CampaignStatus.LIVE, CampaignStatus.FINISHED},
     CampaignStatus.FINISHED: set(),
@@ -90,6 +93,7 @@ class Campaign(models.Model):
     built_at = models.DateTimeField(null=True, blank=True)
     launched_at = models.DateTimeField(null=True, blank=True)
     build_report = models.JSONField(default=dict, blank=True)  # proposals, unique pairs, overlap, HITs
+    build_error = models.TextField(blank=True)  # why the last queued build failed; cleared by the next one
 
     class Meta:
         ordering = ["-created_at"]

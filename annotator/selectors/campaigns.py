@@ -152,8 +152,9 @@ def campaign_progress(*, campaign: Campaign) -> dict:
 def campaign_overview(*, campaign: Campaign) -> dict | None:
     """What the campaign page shows: the statistics kept in build_report at the last build or added run
     (recomputed only if missing; reading every PairSource on each page view would be slow at ECCV sizes)
-    and the live progress. None for a draft."""
-    if campaign.status == CampaignStatus.DRAFT:
+    and the live progress. None for a draft, and while it is building (the last build's numbers are
+    about to be replaced)."""
+    if campaign.status in (CampaignStatus.DRAFT, CampaignStatus.BUILDING):
         return None
     stats = dict(campaign.build_report.get("statistics") or campaign_statistics(campaign=campaign, include_progress=False))
     stats["progress"] = campaign_progress(campaign=campaign)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import time
 from collections import defaultdict
 from itertools import combinations
@@ -53,7 +54,11 @@ from annotator.models import (
     Scale,
 )
 from annotator.models.state import check_transition
+from annotator.queue import enqueue_on_commit
 
+logger = logging.getLogger(__name__)
+
+CAMPAIGN_BUILD_TASK = "workers.tasks.campaigns.campaign_build_task"
 BATCH_SIZE = 2000
 MAX_HIT_SIZE = 100
 STAGES = {
@@ -600,66 +605,150 @@ def _lock(campaign: Campaign) -> Campaign:
     return Campaign.objects.select_for_update().get(pk=campaign.pk)
 
 
-def campaign_build(*, campaign: Campaign) -> Campaign:
-    """Pool the campaign's runs, choose gold, pack HITs; the campaign becomes `built`.
+def _build_up_to_date(campaign: Campaign, run_ids: list[int]) -> bool:
+    return campaign.status == CampaignStatus.BUILT and campaign.build_report.get("fingerprint") == _fingerprint(
+        campaign, run_ids
+    )
 
-    Runs in one transaction under SELECT ... FOR UPDATE on the campaign row, so two concurrent builds
-    serialise. Idempotent: a built campaign whose build options and runs have not changed since is
-    returned untouched; otherwise its pairs and HITs are deleted and built again. Reproducible: the same
-    options, runs and seed give the same pairs, HITs, items and positions. `both` builds two stages, the
-    image-to-caption HITs first, then the caption-to-image HITs (a pair proposed in both directions is
-    asked once, in the first stage, and keeps the provenance of both). Refused (409) once launched.
-    """
+
+def _build_check(campaign: Campaign) -> list[int]:
+    """What a build can check cheaply before it starts: the state, the runs and the options. Returns the
+    run ids. A campaign being built is a 409 of its own (the build is under way, not a wrong move)."""
+    if campaign.status == CampaignStatus.BUILDING:
+        raise ApplicationError("This campaign is being built already; wait for the build to finish.", status=409)
+    if campaign.status != CampaignStatus.BUILT:
+        check_transition(
+            transitions=CAMPAIGN_TRANSITIONS, current=campaign.status, target=CampaignStatus.BUILDING, what="campaign"
+        )
+    runs = list(campaign.runs.order_by("pk"))
+    _check_runs(dataset=campaign.dataset, runs=runs)
+    _check_options(campaign=campaign, runs=runs)
+    return [run.pk for run in runs]
+
+
+def _build_locked(campaign: Campaign, run_ids: list[int]) -> None:
+    """Delete the campaign's pairs and HITs and build them again; the campaign becomes `built`. The caller
+    holds the campaign's row lock inside a transaction; an ApplicationError rolls everything back."""
     started = time.perf_counter()
+    HitItem.objects.filter(hit__campaign=campaign).delete()
+    Hit.objects.filter(campaign=campaign).delete()
+    Pair.objects.filter(campaign=campaign).delete()
+
+    index = _DatasetIndex(campaign.dataset_id)
+    stages = []
+    for stage_no, direction in enumerate(STAGES[campaign.direction]):
+        universe = _load_query_universe(run_ids=run_ids, direction=direction)
+        if len(universe) == 0:
+            raise ApplicationError(f"The chosen runs have no {direction} candidates for this campaign.")
+        sampled = sample_queries(
+            universe,
+            count=campaign.sample_count,
+            fraction=campaign.sample_fraction,
+            rng=_stage_rng(campaign, 1, stage_no),
+        )
+        if len(sampled) == 0:
+            raise ApplicationError("The query sample is empty: raise the sample count or fraction.")
+        order = _stage_rng(campaign, 1, stage_no, 1).permutation(sampled)
+        stages.append({"direction": direction, "queries": [int(q) for q in order]})
+    result = _extend(campaign=campaign, stages=stages, pool_run_ids=run_ids, all_run_ids=run_ids, index=index, salt=0)
+    campaign.status = CampaignStatus.BUILT
+    campaign.built_at = timezone.now()
+    campaign.build_error = ""
+    campaign.build_report = {
+        "fingerprint": _fingerprint(campaign, run_ids),
+        "stages": [
+            {**stage, **counts, "query_count": len(stage["queries"])}
+            for stage, counts in zip(stages, result["stages"], strict=True)
+        ],
+        "added_runs": [],
+        "timings": result["timings"],
+    }
+    campaign.save(update_fields=["status", "built_at", "build_error", "build_report"])
+    _refresh_report(campaign, seconds=time.perf_counter() - started)
+
+
+def campaign_build(*, campaign: Campaign) -> Campaign:
+    """Pool the campaign's runs, choose gold, pack HITs, here and now; the campaign becomes `built`.
+
+    For the command line (`manage.py build_campaign`) and the demo; pages and the API queue the build
+    with campaign_build_request instead, because a large build outlives an HTTP request. Runs in one
+    transaction under SELECT ... FOR UPDATE on the campaign row, so two concurrent builds serialise and
+    nobody ever sees it `building`. Idempotent: a built campaign whose build options and runs have not
+    changed since is returned untouched; otherwise its pairs and HITs are deleted and built again.
+    Reproducible: the same options, runs and seed give the same pairs, HITs, items and positions. `both`
+    builds two stages, the image-to-caption HITs first, then the caption-to-image HITs (a pair proposed in
+    both directions is asked once, in the first stage, and keeps the provenance of both). Raises
+    ApplicationError (the campaign unchanged); refused (409) while building and once launched.
+    """
     with transaction.atomic():
         campaign = _lock(campaign)
-        check_transition(
-            transitions=CAMPAIGN_TRANSITIONS, current=campaign.status, target=CampaignStatus.BUILT, what="campaign"
-        )
-        runs = list(campaign.runs.order_by("pk"))
-        _check_runs(dataset=campaign.dataset, runs=runs)
-        _check_options(campaign=campaign, runs=runs)
-        run_ids = [run.pk for run in runs]
-        fingerprint = _fingerprint(campaign, run_ids)
-        if campaign.status == CampaignStatus.BUILT and campaign.build_report.get("fingerprint") == fingerprint:
+        run_ids = _build_check(campaign)
+        if _build_up_to_date(campaign, run_ids):
             return campaign
-        HitItem.objects.filter(hit__campaign=campaign).delete()
-        Hit.objects.filter(campaign=campaign).delete()
-        Pair.objects.filter(campaign=campaign).delete()
-
-        index = _DatasetIndex(campaign.dataset_id)
-        stages = []
-        for stage_no, direction in enumerate(STAGES[campaign.direction]):
-            universe = _load_query_universe(run_ids=run_ids, direction=direction)
-            if len(universe) == 0:
-                raise ApplicationError(f"The chosen runs have no {direction} candidates for this campaign.")
-            sampled = sample_queries(
-                universe,
-                count=campaign.sample_count,
-                fraction=campaign.sample_fraction,
-                rng=_stage_rng(campaign, 1, stage_no),
-            )
-            if len(sampled) == 0:
-                raise ApplicationError("The query sample is empty: raise the sample count or fraction.")
-            order = _stage_rng(campaign, 1, stage_no, 1).permutation(sampled)
-            stages.append({"direction": direction, "queries": [int(q) for q in order]})
-        result = _extend(
-            campaign=campaign, stages=stages, pool_run_ids=run_ids, all_run_ids=run_ids, index=index, salt=0
-        )
-        campaign.status = CampaignStatus.BUILT
-        campaign.built_at = timezone.now()
-        campaign.build_report = {
-            "fingerprint": fingerprint,
-            "stages": [
-                {**stage, **counts, "query_count": len(stage["queries"])}
-                for stage, counts in zip(stages, result["stages"], strict=True)
-            ],
-            "added_runs": [],
-            "timings": result["timings"],
-        }
-        campaign.save(update_fields=["status", "built_at", "build_report"])
-        _refresh_report(campaign, seconds=time.perf_counter() - started)
+        _build_locked(campaign, run_ids)
     return campaign
+
+
+def campaign_build_request(*, campaign: Campaign) -> Campaign:
+    """Queue the build of `campaign` on Celery: draft or built -> building, answered at once.
+
+    Checks what is cheap first (the state, the runs, the options: ApplicationError 400, or 409 for a
+    campaign building already or launched), then marks the campaign `building` under SELECT ... FOR UPDATE
+    on its row (so of two requests at once one queues and the other gets the 409) and enqueues
+    `workers.tasks.campaigns.campaign_build_task` after commit. The task builds it (campaign_build_run):
+    `built`, or back to `draft` with the reason in build_error. Idempotent for a built campaign whose
+    options and runs have not changed: returned unchanged, nothing queued. Returns the campaign as it is
+    then (already built, or failed, when Celery runs eagerly, the embedded default).
+    """
+    with transaction.atomic():
+        campaign = _lock(campaign)
+        run_ids = _build_check(campaign)
+        if _build_up_to_date(campaign, run_ids):
+            return campaign
+        campaign.status = CampaignStatus.BUILDING
+        campaign.build_error = ""
+        campaign.save(update_fields=["status", "build_error"])
+    try:
+        enqueue_on_commit(CAMPAIGN_BUILD_TASK, campaign.pk)  # after the block: sent now, outside a transaction
+    except Exception as exc:  # a broker that is down
+        logger.exception("could not queue the build of campaign %s", campaign.pk)
+        _build_failed(campaign_id=campaign.pk, message=f"The build could not be queued: {exc}")
+        raise ApplicationError("The build could not be queued; try again in a minute.", status=503) from exc
+    campaign.refresh_from_db()
+    return campaign
+
+
+def _build_failed(*, campaign_id: int, message: str) -> None:
+    """building -> draft with `message` in build_error (a campaign no longer building is left alone)."""
+    Campaign.objects.filter(pk=campaign_id, status=CampaignStatus.BUILDING).update(
+        status=CampaignStatus.DRAFT, build_error=message
+    )
+
+
+def campaign_build_run(*, campaign_id: int) -> str:
+    """Build the campaign `campaign_id` queued by campaign_build_request; the body of the Celery task.
+    Returns the campaign's status afterwards ("missing" when it is gone).
+
+    Takes SELECT ... FOR UPDATE SKIP LOCKED on the campaign row and builds inside that transaction, so a
+    duplicated or redelivered task does nothing: it finds the row locked by the build under way, or the
+    campaign no longer `building` (built, failed back to draft). Never raises for a failed build: the
+    transaction rolls back (pairs and HITs as they were) and the campaign goes back to `draft` with the
+    reason in build_error, which the campaign page and the API show.
+    """
+    try:
+        with transaction.atomic():
+            campaign = Campaign.objects.select_for_update(skip_locked=True).filter(pk=campaign_id).first()
+            if campaign is not None and campaign.status == CampaignStatus.BUILDING:
+                runs = list(campaign.runs.order_by("pk"))
+                _check_runs(dataset=campaign.dataset, runs=runs)  # again: a run may have changed since the request
+                _check_options(campaign=campaign, runs=runs)
+                _build_locked(campaign, [run.pk for run in runs])
+    except ApplicationError as error:
+        _build_failed(campaign_id=campaign_id, message=error.message)
+    except Exception as exc:
+        logger.exception("the build of campaign %s failed", campaign_id)
+        _build_failed(campaign_id=campaign_id, message=f"The build stopped: {type(exc).__name__}: {exc}")
+    return Campaign.objects.filter(pk=campaign_id).values_list("status", flat=True).first() or "missing"
 
 
 def _refresh_report(campaign: Campaign, *, seconds: float | None = None) -> None:

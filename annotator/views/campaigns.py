@@ -23,7 +23,7 @@ from annotator.selectors.campaigns import (
 from annotator.services.campaigns import (
     OPTION_FIELDS,
     campaign_add_run,
-    campaign_build,
+    campaign_build_request,
     campaign_create,
     campaign_finish,
     campaign_launch,
@@ -181,7 +181,6 @@ def campaign_detail(request, campaign_id: int):
 
 
 ACTIONS = {
-    "build": (campaign_build, "Built: {hits} HITs are ready. Check the numbers, then launch."),
     "launch": (campaign_launch, "Launched: workers can take its HITs now."),
     "pause": (campaign_pause, "Paused: no new HITs are handed out; leases already taken can still be submitted."),
     "resume": (campaign_resume, "Resumed: workers can take its HITs again."),
@@ -193,6 +192,8 @@ ACTIONS = {
 @role_required(Role.REQUESTER)
 @application_errors_as_400
 def campaign_action(request, campaign_id: int, action: str):
+    if action == "build":
+        return _campaign_build(request, campaign_id)
     if action not in ACTIONS:
         raise Http404("No such action.")
     campaign = _campaign_or_404(request, campaign_id)
@@ -200,6 +201,16 @@ def campaign_action(request, campaign_id: int, action: str):
     campaign = service(campaign=campaign)
     messages.success(request, message.format(hits=campaign.hits.count()))
     return redirect("campaign-detail", campaign_id=campaign.pk)
+
+
+def _campaign_build(request, campaign_id: int):
+    """Queue the build and go back to the campaign page, which follows it until it is built or failed."""
+    campaign = campaign_build_request(campaign=_campaign_or_404(request, campaign_id))
+    if campaign.status == CampaignStatus.BUILT:  # Celery ran it eagerly, or nothing had changed
+        messages.success(request, f"Built: {campaign.hits.count()} HITs are ready. Check the numbers, then launch.")
+    elif campaign.status == CampaignStatus.BUILDING:
+        messages.info(request, "Building: this page follows the build and shows the numbers when it is done.")
+    return redirect("campaign-detail", campaign_id=campaign.pk)  # a failed build shows its error there
 
 
 @require_POST

@@ -37,7 +37,7 @@ ENDPOINTS = [
     ("campaigns-detail", "get", "campaigns/{campaign}/", None, READ_DETAIL),
     ("campaigns-create", "post", "campaigns/", {"dataset": "{build_dataset}", "runs": ["{build_run}"], "name": "api"},
      codes(401, 201, 404, 403, 403, 403)),
-    ("campaigns-build", "post", "campaigns/{draft_campaign}/build/", {}, REQ_DETAIL),
+    ("campaigns-build", "post", "campaigns/{draft_campaign}/build/", {}, codes(401, 202, 404, 403, 403, 403)),
     ("campaigns-launch", "post", "campaigns/{built_campaign}/launch/", {}, REQ_DETAIL),
     ("campaigns-pause", "post", "campaigns/{live_campaign}/pause/", {}, REQ_DETAIL),
     ("campaigns-resume", "post", "campaigns/{paused_campaign}/resume/", {}, REQ_DETAIL),

@@ -109,8 +109,9 @@ def test_only_requesters_import_datasets(world):
     assert not models.Dataset.objects.filter(name="nope").exists()
 
 
-def test_campaign_life_cycle_through_the_api(world):
-    """create -> build -> launch -> pause -> resume, statistics on the way; a wrong transition is a 409."""
+def test_campaign_life_cycle_through_the_api(world, django_capture_on_commit_callbacks):
+    """create -> build (202, queued) -> launch -> pause -> resume, statistics on the way; a wrong transition
+    is a 409."""
     client = world.client("requester")
     created = client.post(
         "/api/v1/campaigns/",
@@ -122,13 +123,39 @@ def test_campaign_life_cycle_through_the_api(world):
     campaign_id = created.json()["id"]
     assert created.json()["status"] == "draft" and created.json()["owner"] == "req-owner"
     assert client.post(f"/api/v1/campaigns/{campaign_id}/launch/").status_code == 409
-    built = client.post(f"/api/v1/campaigns/{campaign_id}/build/")
-    assert built.status_code == 200 and built.json()["status"] == "built"
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        queued = client.post(f"/api/v1/campaigns/{campaign_id}/build/")
+        assert queued.status_code == 202 and queued.json()["status"] == "building"
+        # Building already: a 409, nothing more queued.
+        again = client.post(f"/api/v1/campaigns/{campaign_id}/build/")
+        assert again.status_code == 409 and "being built already" in again.json()["error"]
+    assert len(callbacks) == 1
+    built = client.get(f"/api/v1/campaigns/{campaign_id}/").json()
+    assert built["status"] == "built" and built["build_error"] == "" and built["built_at"]
     statistics = client.get(f"/api/v1/campaigns/{campaign_id}/statistics/").json()
     assert statistics["hits"] > 0 and statistics["unique_pairs"] > 0
     for step, expected in (("launch", "live"), ("pause", "paused"), ("resume", "live")):
         response = client.post(f"/api/v1/campaigns/{campaign_id}/{step}/")
         assert response.status_code == 200 and response.json()["status"] == expected
+
+
+def test_a_failed_build_through_the_api_is_draft_again_with_its_error(world, django_capture_on_commit_callbacks):
+    client = world.client("requester")
+    created = client.post(
+        "/api/v1/campaigns/",
+        {"dataset": world.ids["build_dataset"], "runs": [world.ids["build_run"]], "name": "no queries",
+         "candidates_per_hit": 4, "direction": "i2t", "sample_fraction": 0.0},
+        format="json",
+    )
+    assert created.status_code == 201, created.content
+    campaign_id = created.json()["id"]
+    with django_capture_on_commit_callbacks(execute=True):
+        queued = client.post(f"/api/v1/campaigns/{campaign_id}/build/")
+    assert queued.status_code == 202 and queued.json()["status"] == "building"
+    shown = client.get(f"/api/v1/campaigns/{campaign_id}/").json()
+    assert shown["status"] == "draft" and "query sample is empty" in shown["build_error"]
+    # Only the owner builds: another requester's POST finds no such campaign.
+    assert world.client("other_requester").post(f"/api/v1/campaigns/{campaign_id}/build/").status_code == 404
 
 
 def test_campaign_create_errors(world):

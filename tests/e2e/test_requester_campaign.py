@@ -1,6 +1,7 @@
-"""A requester in Debian's Chromium: create a campaign with the form, build it, read the numbers, launch it.
+"""A requester in Debian's Chromium: create a campaign with the form, build it, read the numbers, launch it;
+a queued build that the page follows until it is built or failed.
 
-Screenshots go to test-artifacts/ (gitignored): campaign-01-form.png ... campaign-04-phone.png.
+Screenshots go to test-artifacts/ (gitignored): campaign-01-form.png ... campaign-07-build-failed.png.
 """
 
 
@@ -68,3 +69,43 @@ def test_requester_creates_builds_and_launches_a_campaign(live_server, browser):
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= 420  # no sideways scrolling of the page on a phone (the overlap table scrolls itself)
     shot(phone, "04-phone")
+
+
+def test_a_queued_build_shows_building_and_the_page_refreshes_itself_until_built(live_server, browser, monkeypatch):
+    """With a real broker the build runs on a worker: the page says so, then follows it without a click."""
+    import annotator.services.campaigns as services
+
+    queued = []
+    monkeypatch.setattr(services, "enqueue_on_commit", lambda name, *args: queued.append((name, *args)))
+    requester = user_with_role(Role.REQUESTER, username="req-e2e-queued")
+    dataset = make_dataset(images=30, name="coco-queued")
+    runs = [add_run(dataset=dataset, name=f"queued-model-{i}", seed=i, directions=("i2t",)) for i in range(2)]
+    campaign = services.campaign_create(owner=requester, dataset=dataset, runs=runs, name="Queued build",
+                                        sample_count=20)
+    doomed = services.campaign_create(owner=requester, dataset=dataset, runs=runs, name="Doomed build",
+                                      direction="t2i")
+
+    page = logged_in_context(browser, live_server, requester, viewport={"width": 1280, "height": 900}).new_page()
+    page.set_default_timeout(15000)
+    page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
+    page.get_by_role("button", name="Build HITs").click()
+    page.wait_for_load_state()
+    assert page.get_by_text("Building…").is_visible()
+    assert not page.get_by_role("button", name="Build HITs").is_visible()
+    assert queued == [(services.CAMPAIGN_BUILD_TASK, campaign.pk)]
+    shot(page, "05-building")
+
+    assert services.campaign_build_run(campaign_id=campaign.pk) == CampaignStatus.BUILT  # the worker
+    page.locator("#stat-hits").wait_for(timeout=15000)  # the page's own refresh, no click
+    assert page.locator("#stat-hits").inner_text() == str(Campaign.objects.get(pk=campaign.pk).hits.count())
+    assert page.get_by_role("button", name="Launch").is_visible()
+    shot(page, "06-built-after-refresh")
+
+    page.goto(f"{live_server.url}/campaigns/{doomed.pk}/")
+    page.get_by_role("button", name="Build HITs").click()
+    page.wait_for_load_state()
+    assert services.campaign_build_run(campaign_id=doomed.pk) == CampaignStatus.DRAFT
+    page.get_by_text("The last build failed").wait_for(timeout=15000)
+    assert page.get_by_text("The chosen runs have no t2i candidates for this campaign.").is_visible()
+    assert page.get_by_role("button", name="Build HITs").is_visible()
+    shot(page, "07-build-failed")

@@ -244,7 +244,7 @@ def test_state_machine_refuses_wrong_moves_with_409(owner, world):
     assert campaign_launch(campaign=campaign).launched_at == launched_at  # a second click changes nothing
     with pytest.raises(ApplicationError) as error:
         campaign_build(campaign=campaign)
-    assert error.value.status == 409 and "live cannot become built" in error.value.message
+    assert error.value.status == 409 and "live cannot become building" in error.value.message
     assert campaign_pause(campaign=campaign).status == CampaignStatus.PAUSED
     assert campaign_resume(campaign=campaign).status == CampaignStatus.LIVE
     assert campaign_finish(campaign=campaign).status == CampaignStatus.FINISHED

@@ -1,4 +1,5 @@
-"""Requester campaign pages: role checks, ownership, the create form, the state buttons, the statistics."""
+"""Requester campaign pages: role checks, ownership, the create form, the state buttons, the statistics,
+the queued build (building, built or failed)."""
 
 import pytest
 from django.urls import reverse
@@ -72,13 +73,17 @@ def test_the_create_form_makes_a_draft_and_explains_bad_input(client, requester,
     assert set(campaign.runs.all()) == set(runs)
 
 
-def test_build_launch_pause_resume_through_the_buttons_with_statistics(client, requester, world):
+def test_build_launch_pause_resume_through_the_buttons_with_statistics(
+    client, requester, world, django_capture_on_commit_callbacks
+):
     dataset, runs = world
     campaign = campaign_create(owner=requester, dataset=dataset, runs=runs, name="Buttons", reward_cents=100)
     page = client.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
     assert "Build HITs" in page and "Launch" not in page
-    assert client.post(reverse("campaign-action", args=[campaign.pk, "build"])).status_code == 302
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post(reverse("campaign-action", args=[campaign.pk, "build"])).status_code == 302
     campaign.refresh_from_db()
+    assert campaign.status == CampaignStatus.BUILT
     hits = campaign.hits.count()
     page = client.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
     assert f'id="stat-hits">{hits}<' in page
@@ -107,3 +112,58 @@ def test_adding_a_run_from_the_page(client, requester, world):
     assert response.status_code == 302
     assert campaign.hits.count() > before and campaign.runs.count() == 2
     assert client.post(reverse("campaign-run-add", args=[campaign.pk]), {"run": "x"}).status_code == 400
+
+
+def test_the_build_button_queues_the_build_and_the_page_follows_it(
+    client, requester, world, django_capture_on_commit_callbacks
+):
+    """The POST answers at once (building, the page refreshes itself); the task then builds it (eager here)."""
+    dataset, runs = world
+    campaign = campaign_create(owner=requester, dataset=dataset, runs=runs, name="Queued", sample_count=10)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client.post(reverse("campaign-action", args=[campaign.pk, "build"]), follow=True)
+    assert response.redirect_chain == [(reverse("campaign-detail", args=[campaign.pk]), 302)]
+    page = response.content.decode()
+    assert "Building&hellip;" in page and '<meta http-equiv="refresh" content="5">' in page
+    assert "Build HITs" not in page and "Rebuild" not in page and not campaign.hits.exists()
+    assert Campaign.objects.get(pk=campaign.pk).status == CampaignStatus.BUILDING
+    # A second click while it builds is a readable 409 and queues nothing more.
+    with django_capture_on_commit_callbacks(execute=False) as again:
+        response = client.post(reverse("campaign-action", args=[campaign.pk, "build"]))
+    assert response.status_code == 409 and "being built already" in response.content.decode() and not again
+    assert len(callbacks) == 1
+    callbacks[0]()  # the worker runs the task
+    campaign.refresh_from_db()
+    assert campaign.status == CampaignStatus.BUILT and campaign.hits.exists() and campaign.build_error == ""
+    page = client.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
+    assert "Building&hellip;" not in page and 'http-equiv="refresh"' not in page
+    assert f'id="stat-hits">{campaign.hits.count()}<' in page and "Launch" in page
+
+
+def test_a_failed_build_goes_back_to_draft_with_its_error_on_the_page(
+    client, requester, world, django_capture_on_commit_callbacks
+):
+    dataset, runs = world  # runs of i2t candidates only: a t2i campaign finds none when it builds
+    campaign = campaign_create(owner=requester, dataset=dataset, runs=runs, name="Doomed", direction="t2i")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("campaign-action", args=[campaign.pk, "build"]))
+    assert response.status_code == 302 and response["Location"] == reverse("campaign-detail", args=[campaign.pk])
+    campaign.refresh_from_db()
+    assert campaign.status == CampaignStatus.DRAFT and not campaign.hits.exists()
+    assert campaign.build_error == "The chosen runs have no t2i candidates for this campaign."
+    page = client.get(response["Location"]).content.decode()
+    assert "The last build failed" in page and "no t2i candidates" in page and "Build HITs" in page
+    assert 'http-equiv="refresh"' not in page
+
+
+def test_a_build_the_request_can_refuse_is_a_400_and_queues_nothing(
+    client, requester, world, django_capture_on_commit_callbacks
+):
+    dataset, runs = world
+    campaign = campaign_create(owner=requester, dataset=dataset, runs=runs, name="Bad runs")
+    runs[0].status = "failed"
+    runs[0].save(update_fields=["status"])
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = client.post(reverse("campaign-action", args=[campaign.pk, "build"]))
+    assert response.status_code == 400 and "only succeeded runs can be pooled" in response.content.decode()
+    assert not callbacks and Campaign.objects.get(pk=campaign.pk).status == CampaignStatus.DRAFT
