@@ -94,6 +94,7 @@ class Campaign(models.Model):
     launched_at = models.DateTimeField(null=True, blank=True)
     build_report = models.JSONField(default=dict, blank=True)  # proposals, unique pairs, overlap, HITs
     build_error = models.TextField(blank=True)  # why the last queued build failed; cleared by the next one
+    build_requested_at = models.DateTimeField(null=True, blank=True)  # when the current/last build was queued
 
     class Meta:
         ordering = ["-created_at"]

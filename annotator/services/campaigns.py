@@ -611,12 +611,41 @@ def _build_up_to_date(campaign: Campaign, run_ids: list[int]) -> bool:
     )
 
 
+# A queued build that no worker holds after this long was lost (its worker died, or the task was dropped):
+# its requester may queue it again.
+BUILD_STALE_AFTER = timezone.timedelta(minutes=10)
+
+
+def campaign_build_stalled(*, campaign: Campaign, now=None) -> bool:
+    """Whether a `building` campaign has waited BUILD_STALE_AFTER since it was queued. Whether a worker is
+    building it right now is known only under the row lock (campaign_build_request checks that)."""
+    now = now or timezone.now()
+    requested = campaign.build_requested_at
+    return campaign.status == CampaignStatus.BUILDING and (requested is None or requested <= now - BUILD_STALE_AFTER)
+
+
+def _lock_unless_building(campaign: Campaign) -> Campaign:
+    """The campaign's row lock, without waiting: a build under way holds that lock for as long as it runs, so
+    a row that cannot be locked at once is one a worker is building (409)."""
+    queryset = Campaign.objects.filter(pk=campaign.pk)
+    if connection.features.has_select_for_update_skip_locked:
+        queryset = queryset.select_for_update(skip_locked=True)
+    locked = queryset.first()
+    if locked is None:
+        if Campaign.objects.filter(pk=campaign.pk).exists():
+            raise ApplicationError("This campaign is being built right now; wait for the build to finish.",
+                                   status=409)
+        raise ApplicationError("No such campaign.", status=404)
+    return locked
+
+
 def _build_check(campaign: Campaign) -> list[int]:
     """What a build can check cheaply before it starts: the state, the runs and the options. Returns the
-    run ids. A campaign being built is a 409 of its own (the build is under way, not a wrong move)."""
-    if campaign.status == CampaignStatus.BUILDING:
+    run ids. A campaign queued for building is a 409 of its own (the build is under way, not a wrong move),
+    unless it stalled (campaign_build_stalled): then it may be queued again."""
+    if campaign.status == CampaignStatus.BUILDING and not campaign_build_stalled(campaign=campaign):
         raise ApplicationError("This campaign is being built already; wait for the build to finish.", status=409)
-    if campaign.status != CampaignStatus.BUILT:
+    if campaign.status not in (CampaignStatus.BUILT, CampaignStatus.BUILDING):
         check_transition(
             transitions=CAMPAIGN_TRANSITIONS, current=campaign.status, target=CampaignStatus.BUILDING, what="campaign"
         )
@@ -694,20 +723,24 @@ def campaign_build_request(*, campaign: Campaign) -> Campaign:
 
     Checks what is cheap first (the state, the runs, the options: ApplicationError 400, or 409 for a
     campaign building already or launched), then marks the campaign `building` under SELECT ... FOR UPDATE
-    on its row (so of two requests at once one queues and the other gets the 409) and enqueues
+    SKIP LOCKED on its row (a build under way holds that lock, and of two requests at once one queues and
+    the other gets the 409; neither waits) and enqueues
     `workers.tasks.campaigns.campaign_build_task` after commit. The task builds it (campaign_build_run):
     `built`, or back to `draft` with the reason in build_error. Idempotent for a built campaign whose
-    options and runs have not changed: returned unchanged, nothing queued. Returns the campaign as it is
+    options and runs have not changed: returned unchanged, nothing queued. A build queued more than
+    BUILD_STALE_AFTER ago that no worker holds (its worker died, the task was lost) is queued again; a
+    duplicate that arrives late does nothing (campaign_build_run). Returns the campaign as it is
     then (already built, or failed, when Celery runs eagerly, the embedded default).
     """
     with transaction.atomic():
-        campaign = _lock(campaign)
+        campaign = _lock_unless_building(campaign)
         run_ids = _build_check(campaign)
         if _build_up_to_date(campaign, run_ids):
             return campaign
         campaign.status = CampaignStatus.BUILDING
         campaign.build_error = ""
-        campaign.save(update_fields=["status", "build_error"])
+        campaign.build_requested_at = timezone.now()
+        campaign.save(update_fields=["status", "build_error", "build_requested_at"])
     try:
         enqueue_on_commit(CAMPAIGN_BUILD_TASK, campaign.pk)  # after the block: sent now, outside a transaction
     except Exception as exc:  # a broker that is down

@@ -24,6 +24,7 @@ from annotator.services.campaigns import (
     OPTION_FIELDS,
     campaign_add_run,
     campaign_build_request,
+    campaign_build_stalled,
     campaign_create,
     campaign_finish,
     campaign_launch,
@@ -160,8 +161,10 @@ def campaign_detail(request, campaign_id: int):
             (name, [(overlap["both"][i][j], overlap["either"][i][j], overlap["jaccard"][i][j]) for j in range(len(overlap["runs"]))])
             for i, name in enumerate(overlap["names"])
         ]
+    stalled = campaign_build_stalled(campaign=campaign)
     context = {
         "campaign": campaign,
+        "stalled": stalled,
         "stats": stats,
         "runs": runs,
         "addable_runs": addable if campaign.status in (CampaignStatus.BUILT, CampaignStatus.LIVE, CampaignStatus.PAUSED) else [],
@@ -170,7 +173,7 @@ def campaign_detail(request, campaign_id: int):
         "scale": campaign_scale(campaign=campaign),
         "cost_total": (stats["cost"]["total_cents"] / 100.0) if stats else None,
         "can": {
-            "build": campaign.status in (CampaignStatus.DRAFT, CampaignStatus.BUILT),
+            "build": campaign.status in (CampaignStatus.DRAFT, CampaignStatus.BUILT) or stalled,
             "launch": campaign.status == CampaignStatus.BUILT,
             "pause": campaign.status == CampaignStatus.LIVE,
             "resume": campaign.status == CampaignStatus.PAUSED,

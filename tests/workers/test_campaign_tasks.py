@@ -122,3 +122,63 @@ def test_a_duplicate_delivered_while_the_build_runs_skips_it(draft):
         thread.join(30)
     assert results == [CampaignStatus.BUILDING] and not draft.hits.exists()
     assert campaign_build_task.apply(args=[draft.pk]).get() == CampaignStatus.BUILT
+
+
+@pytest.mark.django_db
+def test_a_lost_build_can_be_queued_again_once_it_stalled(draft, django_capture_on_commit_callbacks):
+    """A worker that dies mid-build rolls the build back but leaves the campaign `building`: after
+    BUILD_STALE_AFTER its requester may queue it again (before that, a second request is a 409)."""
+    from django.utils import timezone
+
+    from annotator.errors import ApplicationError
+    from annotator.services.campaigns import BUILD_STALE_AFTER, campaign_build_stalled
+
+    campaign = _queue(draft, django_capture_on_commit_callbacks)  # queued, and its task never runs
+    assert not campaign_build_stalled(campaign=campaign)
+    with pytest.raises(ApplicationError, match="being built already") as refused:
+        campaign_build_request(campaign=campaign)
+    assert refused.value.status == 409
+    long_ago = timezone.now() - BUILD_STALE_AFTER - timezone.timedelta(seconds=1)
+    Campaign.objects.filter(pk=campaign.pk).update(build_requested_at=long_ago)
+    campaign.refresh_from_db()
+    assert campaign_build_stalled(campaign=campaign)
+    with django_capture_on_commit_callbacks(execute=True) as queued:
+        again = campaign_build_request(campaign=campaign)
+    assert len(queued) == 1 and again.build_requested_at > long_ago
+    again.refresh_from_db()
+    assert again.status == CampaignStatus.BUILT and again.hits.exists()  # the queued-again build ran
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_build_request_while_a_worker_builds_is_a_409_at_once(draft):
+    """The running build holds the row lock; a request (even for a stalled-looking build) does not wait."""
+    from django.utils import timezone
+
+    from annotator.errors import ApplicationError
+
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL row locks")
+    Campaign.objects.filter(pk=draft.pk).update(status=CampaignStatus.BUILDING,
+                                                 build_requested_at=timezone.now() - timezone.timedelta(hours=1))
+    locked, release = threading.Event(), threading.Event()
+
+    def holder():
+        try:
+            with transaction.atomic():
+                Campaign.objects.select_for_update().get(pk=draft.pk)
+                locked.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert locked.wait(30)
+        with pytest.raises(ApplicationError, match="being built right now") as refused:
+            campaign_build_request(campaign=draft)
+        assert refused.value.status == 409
+    finally:
+        release.set()
+        thread.join(30)

@@ -140,6 +140,25 @@ def test_the_build_button_queues_the_build_and_the_page_follows_it(
     assert f'id="stat-hits">{campaign.hits.count()}<' in page and "Launch" in page
 
 
+def test_a_stalled_build_offers_to_queue_it_again(client, requester, world, django_capture_on_commit_callbacks):
+    from django.utils import timezone
+
+    dataset, runs = world
+    campaign = campaign_create(owner=requester, dataset=dataset, runs=runs, name="Lost", sample_count=10)
+    with django_capture_on_commit_callbacks(execute=False):
+        client.post(reverse("campaign-action", args=[campaign.pk, "build"]))
+    page = client.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
+    assert "Building&hellip;" in page and "Queue the build again" not in page
+    Campaign.objects.filter(pk=campaign.pk).update(build_requested_at=timezone.now() - timezone.timedelta(hours=1))
+    page = client.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
+    assert "may have been lost" in page and "Queue the build again" in page
+    with django_capture_on_commit_callbacks(execute=True) as queued:
+        response = client.post(reverse("campaign-action", args=[campaign.pk, "build"]))
+    assert response.status_code == 302 and len(queued) == 1
+    campaign.refresh_from_db()
+    assert campaign.status == CampaignStatus.BUILT
+
+
 def test_a_failed_build_goes_back_to_draft_with_its_error_on_the_page(
     client, requester, world, django_capture_on_commit_callbacks
 ):
