@@ -1,6 +1,7 @@
 """Campaign builds as a Celery task: claimed on the campaign row, so a duplicated task does nothing twice,
 and a failed build is recorded on the campaign (back to draft, build_error), never left `building`."""
 
+import contextlib
 import threading
 
 import pytest
@@ -19,6 +20,30 @@ def draft():
     runs = [add_run(dataset=dataset, name=f"task-{i}", seed=i, directions=("i2t",)) for i in range(2)]
     owner = user_with_role(Role.REQUESTER)
     return campaign_create(owner=owner, dataset=dataset, runs=runs, name="queued", sample_count=12)
+
+
+@contextlib.contextmanager
+def row_lock_held_elsewhere(campaign_id: int):
+    """Another connection holds the campaign's row lock (as a build under way does) while the block runs."""
+    locked, release = threading.Event(), threading.Event()
+
+    def holder():
+        try:
+            with transaction.atomic():
+                Campaign.objects.select_for_update().get(pk=campaign_id)
+                locked.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert locked.wait(30)
+        yield
+    finally:
+        release.set()
+        thread.join(30)
 
 
 def _queue(campaign: Campaign, capture) -> Campaign:
@@ -101,25 +126,8 @@ def test_a_duplicate_delivered_while_the_build_runs_skips_it(draft):
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL row locks")
     Campaign.objects.filter(pk=draft.pk).update(status=CampaignStatus.BUILDING)
-    locked, release, results = threading.Event(), threading.Event(), []
-
-    def holder():
-        try:
-            with transaction.atomic():
-                Campaign.objects.select_for_update().get(pk=draft.pk)
-                locked.set()
-                release.wait(30)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=holder)
-    thread.start()
-    try:
-        assert locked.wait(30)
-        results.append(campaign_build_task.apply(args=[draft.pk]).get(timeout=10))
-    finally:
-        release.set()
-        thread.join(30)
+    with row_lock_held_elsewhere(draft.pk):
+        results = [campaign_build_task.apply(args=[draft.pk]).get(timeout=10)]
     assert results == [CampaignStatus.BUILDING] and not draft.hits.exists()
     assert campaign_build_task.apply(args=[draft.pk]).get() == CampaignStatus.BUILT
 
@@ -161,24 +169,7 @@ def test_a_build_request_while_a_worker_builds_is_a_409_at_once(draft):
         pytest.skip("needs PostgreSQL row locks")
     Campaign.objects.filter(pk=draft.pk).update(status=CampaignStatus.BUILDING,
                                                  build_requested_at=timezone.now() - timezone.timedelta(hours=1))
-    locked, release = threading.Event(), threading.Event()
-
-    def holder():
-        try:
-            with transaction.atomic():
-                Campaign.objects.select_for_update().get(pk=draft.pk)
-                locked.set()
-                release.wait(30)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=holder)
-    thread.start()
-    try:
-        assert locked.wait(30)
+    with row_lock_held_elsewhere(draft.pk):
         with pytest.raises(ApplicationError, match="being built right now") as refused:
             campaign_build_request(campaign=draft)
-        assert refused.value.status == 409
-    finally:
-        release.set()
-        thread.join(30)
+    assert refused.value.status == 409
