@@ -1,4 +1,7 @@
+import posixpath
+
 from django.conf import settings
+from django.http import Http404
 from django.contrib import admin
 from django.urls import include, path, re_path
 from django.views.static import serve
@@ -12,12 +15,20 @@ urlpatterns = [
     path("", include("annotator.urls")),
 ]
 
+# What a browser may fetch from the media storage without logging in: the images and their thumbnails
+# (HIT pages, previews). Everything else there (exports, uploads waiting for their import, embedding caches)
+# is read only through views that check the caller's role.
+PUBLIC_MEDIA_FOLDERS = ("images/", "thumbnails/")
+
 if settings.STORAGES["default"]["BACKEND"].endswith("FileSystemStorage"):
     # Local-disk media (the embedded default). With S3 the storage hands out its own URLs.
     media_prefix = settings.MEDIA_URL.lstrip("/")
 
     def media(request, path):
+        clean = posixpath.normpath(path)  # "images/../exports/x" is "exports/x"
+        if not clean.startswith(PUBLIC_MEDIA_FOLDERS):
+            raise Http404("No such file.")
         # MEDIA_ROOT is read per request (not captured at import) so tests that move it still serve files.
-        return serve(request, path, document_root=settings.MEDIA_ROOT)
+        return serve(request, clean, document_root=settings.MEDIA_ROOT)
 
     urlpatterns += [re_path(rf"^{media_prefix}(?P<path>.*)$", media)]
