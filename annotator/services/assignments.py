@@ -57,6 +57,9 @@ def assignment_transition(
 ) -> Assignment:
     """Move an assignment to `target` (checked against ASSIGNMENT_TRANSITIONS) and record the event.
 
+    The one place an assignment's status changes: leases here, decisions in services/quality.py. A decision
+    (approved, rejected) stamps decided_at and cancels a pending auto-approval; an assignment that stops
+    counting against its HIT's redundancy offers the slot to claims again (Hit.has_room).
     The caller holds the assignment's row lock inside a transaction.
     """
     check_transition(
@@ -68,6 +71,10 @@ def assignment_transition(
     if target == AssignmentStatus.SUBMITTED:
         assignment.submitted_at = now or timezone.now()
         fields.append("submitted_at")
+    if target in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED):
+        assignment.decided_at = now or timezone.now()
+        assignment.auto_approve_at = None
+        fields += ["decided_at", "auto_approve_at"]
     assignment.save(update_fields=fields)
     AssignmentEvent.objects.create(
         assignment=assignment, from_status=previous, to_status=target, actor=actor, reason=reason[:1000]
@@ -337,10 +344,9 @@ def _write_answer(*, assignment: Assignment, item_id: int, cleaned: dict, second
     """
     answer = Answer(assignment=assignment, item_id=item_id, **cleaned, seconds_spent=seconds or 0.0,
                     updated_at=timezone.now())
-    fields = ["assignment", "item", "choice", "score", "shortcomings", "wrong_aspects", "comment",
-              "seconds_spent", "updated_at"]
-    params = [Answer._meta.get_field(name).get_db_prep_save(getattr(answer, Answer._meta.get_field(name).attname),
-                                                              connection) for name in fields]
+    fields = [Answer._meta.get_field(name) for name in ("assignment", "item", "choice", "score", "shortcomings",
+                                                         "wrong_aspects", "comment", "seconds_spent", "updated_at")]
+    params = [field.get_db_prep_save(getattr(answer, field.attname), connection) for field in fields]
     with connection.cursor() as cursor:
         cursor.execute(_ANSWER_UPSERT.format(table=connection.ops.quote_name(Answer._meta.db_table)), params)
         answer.pk, answer.seconds_spent = cursor.fetchone()

@@ -725,6 +725,7 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                 same_key = pgsql.SQL(" AND ").join(
                     pgsql.SQL("t.{0} = n.{0}").format(pgsql.Identifier(name)) for name in PG_KEY
                 )
+                incoming = pgsql.SQL(", ").join(pgsql.SQL("n.{}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS)
                 cursor.execute(
                     pgsql.SQL(
                         "UPDATE {t} t SET {sets} FROM vericap_labels_in n WHERE {same_key} "
@@ -735,7 +736,7 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                             pgsql.SQL("{0} = n.{0}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS if n not in PG_KEY
                         ),
                         tc=pgsql.SQL(", ").join(pgsql.SQL("t.{}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS),
-                        nc=pgsql.SQL(", ").join(pgsql.SQL("n.{}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS),
+                        nc=incoming,
                     )
                 )
                 outcome["updated"] = cursor.rowcount
@@ -745,7 +746,7 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                         "WHERE NOT EXISTS (SELECT 1 FROM {t} t WHERE {same_key})"
                     ).format(
                         t=identifier, c=columns, same_key=same_key,
-                        nc=pgsql.SQL(", ").join(pgsql.SQL("n.{}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS),
+                        nc=incoming,
                     )
                 )
                 outcome["inserted"] = cursor.rowcount

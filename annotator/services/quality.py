@@ -25,10 +25,8 @@ from annotator.analysis.gold import (
 from annotator.analysis.trust import is_trusted
 from annotator.errors import ApplicationError
 from annotator.models import (
-    ASSIGNMENT_TRANSITIONS,
     Answer,
     Assignment,
-    AssignmentEvent,
     AssignmentStatus,
     GoldFailAction,
     Hit,
@@ -38,8 +36,7 @@ from annotator.models import (
     Scale,
     Worker,
 )
-from annotator.models.state import check_transition
-from annotator.services.hit_room import assignment_left_active, hit_room_freed
+from annotator.services.assignments import assignment_transition
 from annotator.services.trust import trust_policy, worker_trust, worker_trust_refresh
 
 logger = logging.getLogger(__name__)
@@ -59,24 +56,6 @@ FLAG_LABELS = {
     FLAG_LOW_TRUST: "the worker's gold record looks like guessing",
     FLAG_PEER_DISAGREEMENT: "disagrees with the other workers on most pairs",
 }
-
-
-def _transition(*, assignment: Assignment, target: str, actor=None, reason: str = "") -> None:
-    """Move a locked assignment to `target` and record the event. Caller holds the row lock."""
-    check_transition(
-        transitions=ASSIGNMENT_TRANSITIONS, current=assignment.status, target=target, what="assignment"
-    )
-    previous = assignment.status
-    assignment.status = target
-    assignment.decided_at = timezone.now()
-    if target != AssignmentStatus.SUBMITTED:
-        assignment.auto_approve_at = None
-    assignment.save(update_fields=["status", "decided_at", "auto_approve_at"])
-    AssignmentEvent.objects.create(
-        assignment=assignment, from_status=previous, to_status=target, actor=actor, reason=reason[:1000]
-    )
-    if assignment_left_active(previous, target):  # a rejection frees a slot for another worker
-        hit_room_freed(hit_id=assignment.hit_id)
 
 
 def hit_status_refresh(*, hit_id: int) -> Hit:
@@ -128,7 +107,7 @@ def assignment_approve(*, assignment: Assignment, actor=None, reason: str = "") 
     with transaction.atomic():
         locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
         if locked.status != AssignmentStatus.APPROVED:
-            _transition(assignment=locked, target=AssignmentStatus.APPROVED, actor=actor, reason=reason)
+            assignment_transition(assignment=locked, target=AssignmentStatus.APPROVED, actor=actor, reason=reason)
             hit_status_refresh(hit_id=locked.hit_id)
             _external_decision(assignment=locked, approve=True, reason=reason)
             worker_trust_refresh(worker_id=locked.worker_id)
@@ -147,7 +126,7 @@ def assignment_reject(*, assignment: Assignment, actor=None, reason: str) -> Ass
     with transaction.atomic():
         locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
         if locked.status != AssignmentStatus.REJECTED:
-            _transition(assignment=locked, target=AssignmentStatus.REJECTED, actor=actor, reason=reason)
+            assignment_transition(assignment=locked, target=AssignmentStatus.REJECTED, actor=actor, reason=reason)
             hit_status_refresh(hit_id=locked.hit_id)
             _external_decision(assignment=locked, approve=False, reason=reason)
             worker_trust_refresh(worker_id=locked.worker_id)
