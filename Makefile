@@ -8,7 +8,7 @@ MANAGE := $(PY) manage.py
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: demo test install install-dev browser services migrate serve test-postgres test-embedded bench clean migrations
+.PHONY: demo test lint install install-dev browser services migrate serve test-postgres test-embedded bench clean migrations
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -45,7 +45,12 @@ demo: install migrate
 	$(MANAGE) runserver 127.0.0.1:8000
 
 # The whole suite on the real PostgreSQL and Redis, then the fast part again on the embedded default.
-test: install-dev services test-postgres test-embedded
+test: install-dev services lint test-postgres test-embedded
+
+# Style and the house's rules: ruff's lint and format check (pyproject.toml).
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test-postgres:
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) CELERY_TASK_ALWAYS_EAGER=true \

@@ -50,10 +50,13 @@ def demo_dataset(*, out: OutputWrapper) -> None:
 
     fixtures = Path(settings.BASE_DIR) / "fixtures" / "demo"
     owner = get_user_model().objects.filter(username="requester").first()
-    dataset = dataset_import(name="demo", captions_path=fixtures / "captions.json",
-                             images_path=fixtures / "images", owner=owner)
-    out.write(f"dataset: `demo` is {dataset.status}: {dataset.images.count()} images, "
-              f"{dataset.captions.count()} captions ({dataset.report.get('images_created', 0)} images new)")
+    dataset = dataset_import(
+        name="demo", captions_path=fixtures / "captions.json", images_path=fixtures / "images", owner=owner
+    )
+    out.write(
+        f"dataset: `demo` is {dataset.status}: {dataset.images.count()} images, "
+        f"{dataset.captions.count()} captions ({dataset.report.get('images_created', 0)} images new)"
+    )
 
 
 def demo_ranking(*, out: OutputWrapper) -> None:
@@ -104,8 +107,9 @@ def demo_campaign(*, out: OutputWrapper) -> None:
     campaign = dataset.campaigns.filter(name=DEMO_CAMPAIGN_NAME).first()
     if campaign is None:
         runs = list(
-            RankingRun.objects.filter(dataset=dataset, status=RunStatus.SUCCEEDED)
-            .order_by("annotator__name", "-created_at")
+            RankingRun.objects.filter(dataset=dataset, status=RunStatus.SUCCEEDED).order_by(
+                "annotator__name", "-created_at"
+            )
         )
         latest = {}
         for run in runs:  # the newest succeeded run of each annotator

@@ -37,8 +37,10 @@ NOT_SUBMITTED_MESSAGE = "This operation can be called with a status of"
 ASSIGNMENT_ACCEPTED = "Accepted"  # our name for that state: MTurk's AssignmentStatus has no value for it
 ASSIGNMENT_FINISHED = ("Submitted", "Approved", "Rejected")
 ARRIVAL_REFUSED = "MTurk does not confirm this assignment for this worker and HIT, so it cannot be opened here."
-ARRIVAL_UNCHECKED = ("MTurk could not be reached to confirm your assignment. Please try again in a minute "
-                     "(reload this page); your work so far is kept.")
+ARRIVAL_UNCHECKED = (
+    "MTurk could not be reached to confirm your assignment. Please try again in a minute "
+    "(reload this page); your work so far is kept."
+)
 
 
 def mturk_client(*, sandbox: bool | None = None, config: Config | None = None):
@@ -46,7 +48,9 @@ def mturk_client(*, sandbox: bool | None = None, config: Config | None = None):
     if sandbox is None:
         sandbox = getattr(settings, "MTURK_SANDBOX", True)
     return boto3.client(
-        "mturk", region_name="us-east-1", endpoint_url=SANDBOX_ENDPOINT if sandbox else PRODUCTION_ENDPOINT,
+        "mturk",
+        region_name="us-east-1",
+        endpoint_url=SANDBOX_ENDPOINT if sandbox else PRODUCTION_ENDPOINT,
         config=config,
     )
 
@@ -75,18 +79,23 @@ def mturk_arrival_verify(*, hit: Hit, assignment_id: str, worker_id: str, client
         if code == "RequestError" and NOT_SUBMITTED_MESSAGE in message:
             return ASSIGNMENT_ACCEPTED
         if code == "RequestError":  # "Assignment ... does not exist", or not one of this requester's
-            logger.warning("MTurk arrival refused: assignment %s on HIT %s: %s", assignment_id,
-                           hit.external_hit_id, message)
-            raise ApplicationError(ARRIVAL_REFUSED, status=403)
+            logger.warning(
+                "MTurk arrival refused: assignment %s on HIT %s: %s", assignment_id, hit.external_hit_id, message
+            )
+            raise ApplicationError(ARRIVAL_REFUSED, status=403) from error
         logger.error("MTurk arrival not checked: assignment %s: %s", assignment_id, error)
-        raise ApplicationError(ARRIVAL_UNCHECKED, status=503)
+        raise ApplicationError(ARRIVAL_UNCHECKED, status=503) from error
     except BotoCoreError as error:
         logger.error("MTurk arrival not checked: assignment %s: %s", assignment_id, error)
-        raise ApplicationError(ARRIVAL_UNCHECKED, status=503)
+        raise ApplicationError(ARRIVAL_UNCHECKED, status=503) from error
     assignment = response.get("Assignment") or {}
     if assignment.get("WorkerId") != worker_id or assignment.get("HITId") != hit.external_hit_id:
-        logger.warning("MTurk arrival refused: assignment %s belongs to another worker or HIT (%s, not %s)",
-                       assignment_id, assignment.get("HITId"), hit.external_hit_id)
+        logger.warning(
+            "MTurk arrival refused: assignment %s belongs to another worker or HIT (%s, not %s)",
+            assignment_id,
+            assignment.get("HITId"),
+            hit.external_hit_id,
+        )
         raise ApplicationError(ARRIVAL_REFUSED, status=403)
     return assignment.get("AssignmentStatus") or ASSIGNMENT_ACCEPTED
 
@@ -120,9 +129,7 @@ def campaign_publish_to_mturk(
     for hit in hits:
         response = client.create_hit(
             Title=f"Is the image correctly described? ({campaign.hit_size} items)"[:128],
-            Description=(
-                "Look at each image and its description and say whether the image is correctly described."
-            ),
+            Description=("Look at each image and its description and say whether the image is correctly described."),
             Keywords=keywords,
             Reward=f"{campaign.reward_cents / 100:.2f}",
             MaxAssignments=hit.assignments_required,
@@ -178,5 +185,9 @@ def assignment_approve_external(*, assignment: Assignment, client=None, feedback
 
 def assignment_reject_external(*, assignment: Assignment, reason: str, client=None) -> bool:
     """The quality-control seam: reject on MTurk with the requester's reason as the worker's feedback."""
-    return _decide_on_mturk(mturk_reject, assignment=assignment, client=client,
-                            feedback=reason or "The answers to the check questions were wrong.")
+    return _decide_on_mturk(
+        mturk_reject,
+        assignment=assignment,
+        client=client,
+        feedback=reason or "The answers to the check questions were wrong.",
+    )

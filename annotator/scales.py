@@ -108,5 +108,7 @@ def scale_for(*, scale: str, kind: str = PairKind.IMAGE_CAPTION, rationale_follo
 def campaign_scale(*, campaign, kind: str | None = None) -> dict:
     """The scale of a campaign as its worker page shows it."""
     if kind is None:
-        kind = {"t2t": PairKind.CAPTION_CAPTION, "i2i": PairKind.IMAGE_IMAGE}.get(campaign.direction, PairKind.IMAGE_CAPTION)
+        kind = {"t2t": PairKind.CAPTION_CAPTION, "i2i": PairKind.IMAGE_IMAGE}.get(
+            campaign.direction, PairKind.IMAGE_CAPTION
+        )
     return scale_for(scale=campaign.scale, kind=kind, rationale_followups=campaign.rationale_followups)

@@ -199,7 +199,9 @@ def _dataset(*, images: int, seed: int, owner) -> tuple[Dataset, dict]:
         image_pk = dict(Image.objects.filter(dataset=dataset).values_list("source_id", "pk"))
         Caption.objects.bulk_create(
             [
-                Caption(dataset=dataset, image_id=image_pk[str(a["image_id"])], source_id=str(a["id"]), text=a["caption"])
+                Caption(
+                    dataset=dataset, image_id=image_pk[str(a["image_id"])], source_id=str(a["id"]), text=a["caption"]
+                )
                 for a in coco["annotations"]
             ],
             batch_size=2000,
@@ -263,7 +265,9 @@ def _propose_candidates(*, dataset: Dataset, truth: dict, top_k: int, seed: int)
                     chosen.append(target)
             rng.shuffle(chosen)
             rows += [
-                Candidate(run=run, direction=direction, query_id=query, target_id=t, rank=r, score=1.0 - r / (top_k + 1))
+                Candidate(
+                    run=run, direction=direction, query_id=query, target_id=t, rank=r, score=1.0 - r / (top_k + 1)
+                )
                 for r, t in enumerate(chosen, start=1)
             ]
     Candidate.objects.bulk_create(rows, batch_size=5000)
@@ -289,10 +293,7 @@ def _qualify(sim: SimWorker, *, campaign: Campaign, truth_of, now) -> bool:
     from annotator.models import Pair
 
     pairs = Pair.objects.in_bulk(attempt.items)
-    answers = {
-        str(i): sim.judge(truth_of(pairs[pk]))["choice"]
-        for i, pk in enumerate(attempt.items)
-    }
+    answers = {str(i): sim.judge(truth_of(pairs[pk]))["choice"] for i, pk in enumerate(attempt.items)}
     sim.qualification_tries += 1
     attempt = qualification_submit(attempt=attempt, worker=sim.worker, answers=answers, now=now)
     return bool(attempt.passed)
@@ -449,9 +450,13 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
         if all(_stuck(sim, campaign) for sim in crowd):
             break
     result = _measure(config=config, campaign=campaign, crowd=crowd, truth_of=truth_of, source=source)
-    result.metrics.update(review=dict(review_decisions), extra_assignments=extras,
-                          seconds=round(time.perf_counter() - started, 1))
-    result.table.insert(-1, ("requester's review", ", ".join(f"{n} {k}" for k, n in sorted(review_decisions.items())) or "nothing flagged"))
+    result.metrics.update(
+        review=dict(review_decisions), extra_assignments=extras, seconds=round(time.perf_counter() - started, 1)
+    )
+    result.table.insert(
+        -1,
+        ("requester's review", ", ".join(f"{n} {k}" for k, n in sorted(review_decisions.items())) or "nothing flagged"),
+    )
     result.table.insert(-1, ("extra assignments for low confidence", str(extras)))
     result.table.append(("wall time", f"{result.metrics['seconds']} s"))
     return result
@@ -461,7 +466,11 @@ def _stuck(sim: SimWorker, campaign: Campaign) -> bool:
     """No open HIT is left that this worker could still take."""
     if not sim.worker.can_take_work:
         return True
-    return not Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN).exclude(assignments__worker=sim.worker).exists()
+    return (
+        not Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN)
+        .exclude(assignments__worker=sim.worker)
+        .exists()
+    )
 
 
 def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
@@ -516,21 +525,30 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
     kept_out = sum(1 for sim in crowd if sim.kind in BAD_KINDS and sim.done == 0)
     result.metrics.update(bad_workers=n_bad, bad_workers_kept_out=kept_out)
     result.table = [
-        ("campaign", f"{campaign.pk} ({campaign.hits.count()} HITs, {len(truth)} candidate pairs, "
-                     f"{sum(truth.values())} truly positive; candidates from {source})"),
+        (
+            "campaign",
+            f"{campaign.pk} ({campaign.hits.count()} HITs, {len(truth)} candidate pairs, "
+            f"{sum(truth.values())} truly positive; candidates from {source})",
+        ),
         ("crowd", ", ".join(f"{counts[k]} {k}" for k in (CAREFUL, RANDOM, ALWAYS_YES)) + f"; {blocked} soft-blocked"),
         ("label accuracy, majority", f"{accuracy.get('majority', 0):.3f}"),
         ("label accuracy, gold-weighted", f"{accuracy.get('gold_weighted', 0):.3f}"),
         ("label accuracy, Dawid-Skene", f"{accuracy.get('dawid_skene', 0):.3f}"),
         ("bad workers kept out by the qualification", f"{kept_out}/{n_bad}"),
-        ("bad workers' assignments flagged",
-         f"{bad_share:.3f} ({bad[0]}/{bad[1]})" if bad[1] else "none got through (0/0)"),
+        (
+            "bad workers' assignments flagged",
+            f"{bad_share:.3f} ({bad[0]}/{bad[1]})" if bad[1] else "none got through (0/0)",
+        ),
         ("good workers' assignments flagged", f"{good_share:.3f} ({good[0]}/{good[1]})"),
         ("approved assignments", str(approved)),
         ("cost", f"${cost_cents / 100:.2f} (reward {campaign.reward_cents}c + {campaign.platform_fee_percent:g}% fee)"),
-        ("cost per verified positive",
-         f"${cost_cents / positives_found / 100:.3f}" if positives_found else "n/a (no positive found)"),
-        ("done (acc >= 0.95, bad >= 0.95, good <= 0.05)",
-         "yes" if best >= 0.95 and bad_share >= 0.95 and good_share <= 0.05 else "NO"),
+        (
+            "cost per verified positive",
+            f"${cost_cents / positives_found / 100:.3f}" if positives_found else "n/a (no positive found)",
+        ),
+        (
+            "done (acc >= 0.95, bad >= 0.95, good <= 0.05)",
+            "yes" if best >= 0.95 and bad_share >= 0.95 and good_share <= 0.05 else "NO",
+        ),
     ]
     return result

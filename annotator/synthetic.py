@@ -35,11 +35,25 @@ from pathlib import Path
 from PIL import Image, ImageDraw
 
 KINDS = ("ball", "box", "star", "tree", "house", "car", "kite", "fish")
-PLURALS = {"ball": "balls", "box": "boxes", "star": "stars", "tree": "trees", "house": "houses",
-           "car": "cars", "kite": "kites", "fish": "fish"}
+PLURALS = {
+    "ball": "balls",
+    "box": "boxes",
+    "star": "stars",
+    "tree": "trees",
+    "house": "houses",
+    "car": "cars",
+    "kite": "kites",
+    "fish": "fish",
+}
 COLORS = {
-    "red": (220, 40, 40), "blue": (40, 80, 220), "green": (30, 150, 50), "yellow": (245, 210, 30),
-    "purple": (140, 60, 180), "orange": (245, 140, 20), "white": (250, 250, 250), "black": (20, 20, 20),
+    "red": (220, 40, 40),
+    "blue": (40, 80, 220),
+    "green": (30, 150, 50),
+    "yellow": (245, 210, 30),
+    "purple": (140, 60, 180),
+    "orange": (245, 140, 20),
+    "white": (250, 250, 250),
+    "black": (20, 20, 20),
 }
 BACKGROUNDS = {
     "grass": ((120, 190, 90), ("on a grassy field", "on the grass", "in a green meadow")),
@@ -82,13 +96,20 @@ class Scene:
     def facts(self) -> set[Fact]:
         facts: set[Fact] = {("bg", self.background)}
         for group in self.groups:
-            facts |= {("count", group.kind, group.count), ("color", group.kind, group.color),
-                      ("pos", group.kind, group.third), ("size", group.kind, group.size)}
+            facts |= {
+                ("count", group.kind, group.count),
+                ("color", group.kind, group.color),
+                ("pos", group.kind, group.third),
+                ("size", group.kind, group.size),
+            }
         return facts
 
     def as_json(self) -> dict:
-        return {"image_id": self.image_id, "background": self.background,
-                "groups": [group.__dict__ for group in self.groups]}
+        return {
+            "image_id": self.image_id,
+            "background": self.background,
+            "groups": [group.__dict__ for group in self.groups],
+        }
 
 
 @dataclass
@@ -109,9 +130,8 @@ def random_scene(rng: random.Random, image_id: int) -> Scene:
     kinds = rng.sample(KINDS, n_groups)
     thirds = rng.sample(THIRDS, n_groups)
     groups = tuple(
-        Group(kind=kind, color=rng.choice(tuple(COLORS)), count=rng.randint(1, 3), third=third,
-              size=rng.choice(SIZES))
-        for kind, third in zip(kinds, thirds)
+        Group(kind=kind, color=rng.choice(tuple(COLORS)), count=rng.randint(1, 3), third=third, size=rng.choice(SIZES))
+        for kind, third in zip(kinds, thirds, strict=False)
     )
     return Scene(image_id=image_id, background=rng.choice(tuple(BACKGROUNDS)), groups=groups)
 
@@ -161,8 +181,11 @@ def _choose_facts(rng: random.Random, scene: Scene, index: FactIndex, target: in
     while matching.bit_count() > target:
         options: list[Fact] = []
         for group in mentioned:
-            options += [("color", group.kind, group.color), ("pos", group.kind, group.third),
-                        ("size", group.kind, group.size)]
+            options += [
+                ("color", group.kind, group.color),
+                ("pos", group.kind, group.third),
+                ("size", group.kind, group.size),
+            ]
         options.append(("bg", scene.background))
         options = [fact for fact in options if fact not in facts]
         unmentioned = [group for group in groups if group not in mentioned]
@@ -203,16 +226,18 @@ def render_caption(rng: random.Random, facts: frozenset, scene: Scene) -> str:
     background = ""
     if ("bg", scene.background) in facts:
         background = " " + rng.choice(BACKGROUNDS[scene.background][1])
-    template = rng.choice((
-        "{objects}{background}.",
-        "A picture of {objects}{background}.",
-        "There is {objects}{background}.",
-        "An image showing {objects}{background}.",
-        "A drawing of {objects}{background}.",
-    ))
+    template = rng.choice(
+        (
+            "{objects}{background}.",
+            "A picture of {objects}{background}.",
+            "There is {objects}{background}.",
+            "An image showing {objects}{background}.",
+            "A drawing of {objects}{background}.",
+        )
+    )
     text = template.format(objects=objects, background=background)
     if template.startswith("There is") and groups[0].count > 1:
-        text = "There are" + text[len("There is"):]
+        text = "There are" + text[len("There is") :]
     return text[0].upper() + text[1:]
 
 
@@ -233,10 +258,15 @@ def generate(*, images: int, seed: int) -> tuple[list[Scene], list[SyntheticCapt
                 if facts not in seen:
                     break
             seen.add(facts)
-            captions.append(SyntheticCaption(
-                caption_id=caption_id_for(scene.image_id, k), image_id=scene.image_id, facts=facts,
-                text=render_caption(rng, facts, scene), matches=sorted(index.matches(facts)),
-            ))
+            captions.append(
+                SyntheticCaption(
+                    caption_id=caption_id_for(scene.image_id, k),
+                    image_id=scene.image_id,
+                    facts=facts,
+                    text=render_caption(rng, facts, scene),
+                    matches=sorted(index.matches(facts)),
+                )
+            )
     return scenes, captions
 
 
@@ -252,6 +282,7 @@ def truth(captions: list[SyntheticCaption]) -> dict:
 
 
 # Drawing ---------------------------------------------------------------------------------------------
+
 
 def _outline(color: tuple) -> tuple:
     return (90, 90, 90) if sum(color) < 120 else (20, 20, 20)
@@ -272,12 +303,14 @@ def _draw_object(draw: ImageDraw.ImageDraw, kind: str, cx: float, cy: float, r: 
         draw.polygon(points, fill=color, outline=line)
     elif kind == "tree":
         draw.rectangle((cx - r * 0.15, cy + r * 0.2, cx + r * 0.15, cy + r), fill=(110, 70, 30), outline=line)
-        draw.polygon([(cx, cy - r), (cx - r * 0.75, cy + r * 0.3), (cx + r * 0.75, cy + r * 0.3)],
-                     fill=color, outline=line)
+        draw.polygon(
+            [(cx, cy - r), (cx - r * 0.75, cy + r * 0.3), (cx + r * 0.75, cy + r * 0.3)], fill=color, outline=line
+        )
     elif kind == "house":
         draw.rectangle((cx - r * 0.7, cy - r * 0.1, cx + r * 0.7, cy + r), fill=color, outline=line, width=2)
-        draw.polygon([(cx - r * 0.9, cy - r * 0.1), (cx, cy - r), (cx + r * 0.9, cy - r * 0.1)],
-                     fill=(150, 40, 30), outline=line)
+        draw.polygon(
+            [(cx - r * 0.9, cy - r * 0.1), (cx, cy - r), (cx + r * 0.9, cy - r * 0.1)], fill=(150, 40, 30), outline=line
+        )
         draw.rectangle((cx - r * 0.15, cy + r * 0.45, cx + r * 0.15, cy + r), fill=(80, 50, 20))
     elif kind == "car":
         draw.rectangle((cx - r, cy - r * 0.15, cx + r, cy + r * 0.45), fill=color, outline=line, width=2)
@@ -285,10 +318,10 @@ def _draw_object(draw: ImageDraw.ImageDraw, kind: str, cx: float, cy: float, r: 
         for wx in (cx - r * 0.55, cx + r * 0.55):
             draw.ellipse((wx - r * 0.25, cy + r * 0.3, wx + r * 0.25, cy + r * 0.8), fill=(30, 30, 30))
     elif kind == "kite":
-        draw.polygon([(cx, cy - r), (cx + r * 0.6, cy), (cx, cy + r * 0.8), (cx - r * 0.6, cy)],
-                     fill=color, outline=line)
-        draw.line([(cx, cy + r * 0.8), (cx - r * 0.3, cy + r * 1.1), (cx + r * 0.1, cy + r * 1.3)],
-                  fill=line, width=2)
+        draw.polygon(
+            [(cx, cy - r), (cx + r * 0.6, cy), (cx, cy + r * 0.8), (cx - r * 0.6, cy)], fill=color, outline=line
+        )
+        draw.line([(cx, cy + r * 0.8), (cx - r * 0.3, cy + r * 1.1), (cx + r * 0.1, cy + r * 1.3)], fill=line, width=2)
     elif kind == "fish":
         draw.ellipse((cx - r, cy - r * 0.5, cx + r * 0.5, cy + r * 0.5), fill=color, outline=line, width=2)
         draw.polygon([(cx + r * 0.4, cy), (cx + r, cy - r * 0.5), (cx + r, cy + r * 0.5)], fill=color, outline=line)
@@ -315,8 +348,9 @@ def draw_scene(scene: Scene, *, size: tuple[int, int], rng: random.Random) -> Im
     return picture
 
 
-def make_synthetic_dataset(*, out_dir: Path | str, images: int, seed: int,
-                           size: tuple[int, int] = (320, 240), progress=None) -> dict:
+def make_synthetic_dataset(
+    *, out_dir: Path | str, images: int, seed: int, size: tuple[int, int] = (320, 240), progress=None
+) -> dict:
     """Write out_dir/images/<id>.png, out_dir/captions.json (COCO form), out_dir/truth.json, scenes.json.
 
     Deterministic per (images, seed, size); writing again over the same directory gives the same files.
@@ -329,8 +363,7 @@ def make_synthetic_dataset(*, out_dir: Path | str, images: int, seed: int,
     coco_images = []
     for done, scene in enumerate(scenes, start=1):
         file_name = f"{scene.image_id:06d}.png"
-        draw_scene(scene, size=size, rng=draw_rng).save(out_dir / "images" / file_name, format="PNG",
-                                                        compress_level=1)
+        draw_scene(scene, size=size, rng=draw_rng).save(out_dir / "images" / file_name, format="PNG", compress_level=1)
         coco_images.append({"id": scene.image_id, "file_name": file_name, "width": size[0], "height": size[1]})
         if progress:
             progress(done, len(scenes))

@@ -1,6 +1,6 @@
 """The HTML side: each area of the product keeps its own routes in its views module."""
 
-from annotator.views import accounts, campaigns, datasets, home, research, review, tokens, work, ranking
+from annotator.views import accounts, campaigns, datasets, home, ranking, research, review, tokens, work
 
 urlpatterns = [
     *home.urlpatterns,

@@ -36,8 +36,17 @@ class DatasetSerializer(serializers.ModelSerializer):
     class Meta:
         model = Dataset
         fields = [
-            "id", "url", "name", "status", "images_total", "images_done", "captions_total", "captions_done",
-            "report", "created_at", "updated_at",
+            "id",
+            "url",
+            "name",
+            "status",
+            "images_total",
+            "images_done",
+            "captions_total",
+            "captions_done",
+            "report",
+            "created_at",
+            "updated_at",
         ]
         read_only_fields = fields
 
@@ -60,8 +69,20 @@ class RankingRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = RankingRun
         fields = [
-            "id", "annotator", "dataset", "status", "top_k", "stage", "chunks_total", "chunks_done",
-            "progress_fraction", "device", "error", "created_at", "started_at", "finished_at",
+            "id",
+            "annotator",
+            "dataset",
+            "status",
+            "top_k",
+            "stage",
+            "chunks_total",
+            "chunks_done",
+            "progress_fraction",
+            "device",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
         ]
         read_only_fields = fields
 
@@ -76,13 +97,44 @@ class CampaignSerializer(serializers.ModelSerializer):
     class Meta:
         model = Campaign
         fields = [
-            "id", "name", "owner", "shared_with", "dataset", "runs", "status", "direction", "scale",
-            "rationale_followups", "sample_count", "sample_fraction", "seed", "pool_depth", "gold_exclusion_depth",
-            "candidates_per_hit", "gold_positives_per_hit", "gold_negatives_per_hit", "gold_reuse_limit",
-            "redundancy", "reward_cents", "platform_fee_percent", "lease_minutes", "max_hits_per_worker",
-            "qualification_items", "qualification_pass_mark", "qualification_cooldown_minutes", "strict_gold",
-            "similarity_gold_threshold", "gold_fail_action", "auto_approve_hours", "min_seconds_per_item",
-            "confidence_threshold", "extra_assignment_cap", "created_at", "built_at", "launched_at", "build_report",
+            "id",
+            "name",
+            "owner",
+            "shared_with",
+            "dataset",
+            "runs",
+            "status",
+            "direction",
+            "scale",
+            "rationale_followups",
+            "sample_count",
+            "sample_fraction",
+            "seed",
+            "pool_depth",
+            "gold_exclusion_depth",
+            "candidates_per_hit",
+            "gold_positives_per_hit",
+            "gold_negatives_per_hit",
+            "gold_reuse_limit",
+            "redundancy",
+            "reward_cents",
+            "platform_fee_percent",
+            "lease_minutes",
+            "max_hits_per_worker",
+            "qualification_items",
+            "qualification_pass_mark",
+            "qualification_cooldown_minutes",
+            "strict_gold",
+            "similarity_gold_threshold",
+            "gold_fail_action",
+            "auto_approve_hours",
+            "min_seconds_per_item",
+            "confidence_threshold",
+            "extra_assignment_cap",
+            "created_at",
+            "built_at",
+            "launched_at",
+            "build_report",
             "build_error",
         ]
         read_only_fields = fields
@@ -112,9 +164,25 @@ class LabelSerializer(serializers.ModelSerializer):
     class Meta:
         model = Label
         fields = [
-            "id", "pair", "campaign", "kind", "image", "caption", "other_image", "other_caption", "is_original",
-            "stage", "method", "choice", "score", "is_positive", "is_positive_strict", "confidence", "answer_count",
-            "source", "updated_at",
+            "id",
+            "pair",
+            "campaign",
+            "kind",
+            "image",
+            "caption",
+            "other_image",
+            "other_caption",
+            "is_original",
+            "stage",
+            "method",
+            "choice",
+            "score",
+            "is_positive",
+            "is_positive_strict",
+            "confidence",
+            "answer_count",
+            "source",
+            "updated_at",
         ]
         read_only_fields = fields
 
@@ -125,8 +193,20 @@ class ExportJobSerializer(serializers.ModelSerializer):
     class Meta:
         model = ExportJob
         fields = [
-            "id", "campaign", "format", "variant", "method", "merge_original", "status", "rows", "size_bytes",
-            "error", "created_at", "started_at", "finished_at", "download_url",
+            "id",
+            "campaign",
+            "format",
+            "variant",
+            "method",
+            "merge_original",
+            "status",
+            "rows",
+            "size_bytes",
+            "error",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "download_url",
         ]
         read_only_fields = fields
 
@@ -155,8 +235,20 @@ class AssignmentSerializer(serializers.ModelSerializer):
     class Meta:
         model = Assignment
         fields = [
-            "id", "hit", "campaign", "worker", "worker_id", "status", "reserved_at", "expires_at", "submitted_at",
-            "decided_at", "gold_correct", "gold_total", "flags", "auto_approve_at",
+            "id",
+            "hit",
+            "campaign",
+            "worker",
+            "worker_id",
+            "status",
+            "reserved_at",
+            "expires_at",
+            "submitted_at",
+            "decided_at",
+            "gold_correct",
+            "gold_total",
+            "flags",
+            "auto_approve_at",
         ]
         read_only_fields = fields
 
@@ -169,14 +261,32 @@ class OwnAssignmentSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Assignment
-        fields = ["id", "campaign", "campaign_name", "status", "reserved_at", "expires_at", "submitted_at", "decided_at"]
+        fields = [
+            "id",
+            "campaign",
+            "campaign_name",
+            "status",
+            "reserved_at",
+            "expires_at",
+            "submitted_at",
+            "decided_at",
+        ]
         read_only_fields = fields
 
 
 class WorkerSerializer(serializers.ModelSerializer):
     class Meta:
         model = Worker
-        fields = ["id", "pseudonym", "gold_correct", "gold_total", "blocked", "soft_blocked", "blocked_reason", "created_at"]
+        fields = [
+            "id",
+            "pseudonym",
+            "gold_correct",
+            "gold_total",
+            "blocked",
+            "soft_blocked",
+            "blocked_reason",
+            "created_at",
+        ]
         read_only_fields = fields
 
 

@@ -113,8 +113,12 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
 
         data = _validated(s.DatasetImportSerializer, request.data)
         dataset = dataset_upload(
-            name=data["name"], captions=data["captions"], images=data["images"],
-            split_file=data.get("split_file"), split=data["split"] or None, owner=request.user,
+            name=data["name"],
+            captions=data["captions"],
+            images=data["images"],
+            split_file=data.get("split_file"),
+            split=data["split"] or None,
+            owner=request.user,
         )
         body = s.DatasetSerializer(dataset, context={"request": request}).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
@@ -126,8 +130,9 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
         from annotator.services.datasets import dataset_import_retry
 
         dataset = dataset_import_retry(dataset=self.get_object())
-        return Response(s.DatasetSerializer(dataset, context={"request": request}).data,
-                        status=status.HTTP_202_ACCEPTED)
+        return Response(
+            s.DatasetSerializer(dataset, context={"request": request}).data, status=status.HTTP_202_ACCEPTED
+        )
 
 
 class MachineAnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
@@ -298,8 +303,12 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     model = Assignment
 
     roles = EVERYONE
-    action_roles = {"list": REQUESTER | {Role.WORKER}, "retrieve": REQUESTER | {Role.WORKER}, "approve": REQUESTER,
-                    "reject": REQUESTER}
+    action_roles = {
+        "list": REQUESTER | {Role.WORKER},
+        "retrieve": REQUESTER | {Role.WORKER},
+        "approve": REQUESTER,
+        "reject": REQUESTER,
+    }
 
     def get_serializer_class(self):
         return s.OwnAssignmentSerializer if self.role == Role.WORKER else s.AssignmentSerializer
@@ -461,8 +470,12 @@ class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         else:
             rankings = rankings_parse(raw=_json_text(data["rankings"]))
         evaluation = evaluation_create(
-            campaign=campaign, user=request.user, name=data["name"], rankings=rankings,
-            method=data.get("method"), variant=data["variant"],
+            campaign=campaign,
+            user=request.user,
+            name=data["name"],
+            rankings=rankings,
+            method=data.get("method"),
+            variant=data["variant"],
         )
         return Response(self.get_serializer(evaluation).data, status=status.HTTP_201_CREATED)
 
@@ -475,4 +488,3 @@ def _visible_dataset(user, dataset_id: int) -> Dataset:
 
 def _json_text(value) -> str:
     return json.dumps(value)
-

@@ -99,15 +99,19 @@ def main() -> None:
         if args.json:
             print(json.dumps(result), flush=True)
     if not args.json:
-        print(f"{'method':<12} {'answers':>9} {'pairs':>8} {'seconds':>8} {'answers/s':>10} {'peak MiB':>9} {'at start':>9} {'accuracy':>8}")
+        print(
+            f"{'method':<12} {'answers':>9} {'pairs':>8} {'seconds':>8} {'answers/s':>10} {'peak MiB':>9} {'at start':>9} {'accuracy':>8}"
+        )
         for r in results:
             print(
                 f"{r['method']:<12} {r['answers']:>9} {r['pairs']:>8} {r['seconds']:>8} {r['answers_per_second']:>10} "
                 f"{r['peak_rss_mib']:>9} {r['rss_before_mib']:>9} {r['accuracy']:>8}"
             )
         ds, mv = results[1], results[0]
-        print(f"Dawid-Skene / majority: {ds['seconds'] / mv['seconds']:.1f}x the time, "
-              f"{ds['peak_rss_mib'] / mv['peak_rss_mib']:.2f}x the peak memory")
+        print(
+            f"Dawid-Skene / majority: {ds['seconds'] / mv['seconds']:.1f}x the time, "
+            f"{ds['peak_rss_mib'] / mv['peak_rss_mib']:.2f}x the peak memory"
+        )
 
 
 def _child(method, args, queue):

@@ -64,9 +64,7 @@ def synthetic_candidates(rng, query_ids, target_ids, own_targets, run_ids, direc
         top_scores = np.take_along_axis(scores, order, axis=1)
         for rank in range(TOP_K):
             rows.append(
-                np.c_[
-                    np.full(n, run_id), query_ids, targets[:, rank], np.full(n, rank + 1), top_scores[:, rank]
-                ]
+                np.c_[np.full(n, run_id), query_ids, targets[:, rank], np.full(n, rank + 1), top_scores[:, rank]]
             )
     data = np.concatenate(rows)
     return direction, data
@@ -119,6 +117,8 @@ def backend_cpu_seconds() -> float | None:
 
 
 def main():
+    from django.contrib.auth import get_user_model
+
     from annotator.models import (
         Campaign,
         Candidate,
@@ -137,7 +137,6 @@ def main():
     )
     from annotator.selectors.campaigns import campaign_statistics
     from annotator.services.campaigns import campaign_build, campaign_create
-    from django.contrib.auth import get_user_model
 
     rng = np.random.default_rng(SEED)
     started = time.perf_counter()
@@ -146,8 +145,15 @@ def main():
     dataset = Dataset.objects.create(name="eccv-synthetic", status=DatasetStatus.READY, owner=owner)
     images = Image.objects.bulk_create(
         [
-            Image(dataset=dataset, source_id=str(i), file_name=f"{i}.jpg", file=f"images/{i}.jpg",
-                  content_hash=f"{i:064x}", width=640, height=480)
+            Image(
+                dataset=dataset,
+                source_id=str(i),
+                file_name=f"{i}.jpg",
+                file=f"images/{i}.jpg",
+                content_hash=f"{i:064x}",
+                width=640,
+                height=480,
+            )
             for i in range(IMAGES)
         ],
         batch_size=2000,
@@ -166,20 +172,32 @@ def main():
     runs = []
     for a in range(ANNOTATORS):
         annotator = MachineAnnotator.objects.create(name=f"synthetic-{a}", kind="external")
-        runs.append(RankingRun.objects.create(annotator=annotator, dataset=dataset, status=RunStatus.SUCCEEDED, top_k=TOP_K))
+        runs.append(
+            RankingRun.objects.create(annotator=annotator, dataset=dataset, status=RunStatus.SUCCEEDED, top_k=TOP_K)
+        )
     run_ids = [r.pk for r in runs]
     own_captions = [caption_ids[caption_image == img][:2] for img in image_ids]
     write_candidates(*synthetic_candidates(rng, image_ids, caption_ids, own_captions, run_ids, "i2t"))
     own_images = [np.array([img]) for img in caption_image]
     write_candidates(*synthetic_candidates(rng, caption_ids, image_ids, own_images, run_ids, "t2i"))
     rows = Candidate.objects.filter(run__in=runs).count()
-    print(f"setup: {IMAGES} images, {len(caption_ids)} captions, {ANNOTATORS} annotators, "
-          f"{rows} candidate rows (top {TOP_K}, both directions) in {time.perf_counter() - started:.1f} s")
+    print(
+        f"setup: {IMAGES} images, {len(caption_ids)} captions, {ANNOTATORS} annotators, "
+        f"{rows} candidate rows (top {TOP_K}, both directions) in {time.perf_counter() - started:.1f} s"
+    )
 
     def build(name):
         campaign = campaign_create(
-            owner=owner, dataset=dataset, runs=runs, name=name, direction="both", sample_count=CAPTION_QUERIES,
-            pool_depth=POOL_DEPTH, gold_exclusion_depth=TOP_K, seed=SEED, reward_cents=140,
+            owner=owner,
+            dataset=dataset,
+            runs=runs,
+            name=name,
+            direction="both",
+            sample_count=CAPTION_QUERIES,
+            pool_depth=POOL_DEPTH,
+            gold_exclusion_depth=TOP_K,
+            seed=SEED,
+            reward_cents=140,
         )
         t0 = time.perf_counter()
         cpu0 = time.process_time()
@@ -210,18 +228,33 @@ def main():
     print(f"caption queries       {1333:>20,}   {stages['t2i']['query_count']:>10,}")
     print(f"proposals             {64850:>20,}   {stats['proposals']:>10,}")
     print(f"unique pairs          {46424:>20,}   {stats['unique_pairs']:>10,}")
-    print(f"HITs (16+1+1)         {'2,160 assigned':>20}   {stats['hits']:>10,}"
-          f"   (i2t {stats['hits_by_stage'].get('i2t', 0):,}, t2i {stats['hits_by_stage'].get('t2i', 0):,})")
+    print(
+        f"HITs (16+1+1)         {'2,160 assigned':>20}   {stats['hits']:>10,}"
+        f"   (i2t {stats['hits_by_stage'].get('i2t', 0):,}, t2i {stats['hits_by_stage'].get('t2i', 0):,})"
+    )
     print(f"gold pairs            {'':>20}   {stats['gold_pairs']:>10,}")
-    print(f"cost at $1.40/HIT +{campaign.platform_fee_percent:.0f}%   {'':>9}   ${stats['cost']['total_cents'] / 100:>9,.2f}")
+    print(
+        f"cost at $1.40/HIT +{campaign.platform_fee_percent:.0f}%   {'':>9}   ${stats['cost']['total_cents'] / 100:>9,.2f}"
+    )
     db_cpu = build_db_cpu["ECCV-size"]
-    print(f"build time            {'':>20}   {seconds:>9.2f} s wall (load average {os.getloadavg()[0]:.1f} "
-          f"on {os.cpu_count()} cores)")
-    print(f"build CPU             {'':>20}   {build_cpu['ECCV-size']:>9.2f} s Python"
-          + (f" + {db_cpu:.2f} s PostgreSQL backend = {build_cpu['ECCV-size'] + db_cpu:.2f} s" if db_cpu is not None else ""))
+    print(
+        f"build time            {'':>20}   {seconds:>9.2f} s wall (load average {os.getloadavg()[0]:.1f} "
+        f"on {os.cpu_count()} cores)"
+    )
+    print(
+        f"build CPU             {'':>20}   {build_cpu['ECCV-size']:>9.2f} s Python"
+        + (
+            f" + {db_cpu:.2f} s PostgreSQL backend = {build_cpu['ECCV-size'] + db_cpu:.2f} s"
+            if db_cpu is not None
+            else ""
+        )
+    )
     phases = campaign.build_report.get("timings", {})
-    print("  phases: " + ", ".join(f"{name} {value:.2f} s" for name, value in phases.items())
-          + f", statistics + commit {seconds - sum(phases.values()):.2f} s")
+    print(
+        "  phases: "
+        + ", ".join(f"{name} {value:.2f} s" for name, value in phases.items())
+        + f", statistics + commit {seconds - sum(phases.values()):.2f} s"
+    )
 
     # Every HIT holds 16 + 1 + 1, no pair twice.
     per_hit = (
@@ -241,26 +274,40 @@ def main():
     in_top = Candidate.objects.filter(run__in=runs, rank__lte=TOP_K)
     leaked = negatives.filter(
         Q(hit__stage="i2t")
-        & Exists(in_top.filter(direction="i2t", query_id=OuterRef("pair__image_id"), target_id=OuterRef("pair__caption_id")))
+        & Exists(
+            in_top.filter(direction="i2t", query_id=OuterRef("pair__image_id"), target_id=OuterRef("pair__caption_id"))
+        )
         | Q(hit__stage="t2i")
-        & Exists(in_top.filter(direction="t2i", query_id=OuterRef("pair__caption_id"), target_id=OuterRef("pair__image_id")))
+        & Exists(
+            in_top.filter(direction="t2i", query_id=OuterRef("pair__caption_id"), target_id=OuterRef("pair__image_id"))
+        )
     ).count()
     assert leaked == 0, f"{leaked} gold negatives are in some annotator's top {TOP_K}"
     assert not negatives.filter(pair__is_original=True).exists()
-    assert not HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.GOLD_POSITIVE, pair__is_original=False).exists()
+    assert not HitItem.objects.filter(
+        hit__campaign=campaign, role=ItemRole.GOLD_POSITIVE, pair__is_original=False
+    ).exists()
     reuse = (
-        HitItem.objects.filter(hit__campaign=campaign).exclude(role=ItemRole.CANDIDATE)
-        .values("pair_id").annotate(n=Count("hit_id", distinct=True)).order_by("-n").values_list("n", flat=True).first()
+        HitItem.objects.filter(hit__campaign=campaign)
+        .exclude(role=ItemRole.CANDIDATE)
+        .values("pair_id")
+        .annotate(n=Count("hit_id", distinct=True))
+        .order_by("-n")
+        .values_list("n", flat=True)
+        .first()
     )
     assert reuse <= campaign.gold_reuse_limit
-    print(f"checked: every HIT 16 + 1 + 1 with no pair twice; {negatives.count():,} gold negatives, none in any "
-          f"annotator's top {TOP_K}; gold used in at most {reuse} HITs (limit {campaign.gold_reuse_limit})")
+    print(
+        f"checked: every HIT 16 + 1 + 1 with no pair twice; {negatives.count():,} gold negatives, none in any "
+        f"annotator's top {TOP_K}; gold used in at most {reuse} HITs (limit {campaign.gold_reuse_limit})"
+    )
 
     again, seconds_again = build("ECCV-size, same seed")
 
     def snapshot(c):
         return list(
-            HitItem.objects.filter(hit__campaign=c).order_by("hit__index", "position")
+            HitItem.objects.filter(hit__campaign=c)
+            .order_by("hit__index", "position")
             .values_list("hit__index", "position", "role", "pair__image_id", "pair__caption_id")
         )
 
@@ -268,8 +315,10 @@ def main():
     t0 = time.perf_counter()
     campaign_build(campaign=again)
     idempotent = time.perf_counter() - t0
-    print(f"checked: the same seed builds the same campaign item for item ({seconds_again:.2f} s); "
-          f"building it again is a no-op ({idempotent * 1000:.0f} ms)")
+    print(
+        f"checked: the same seed builds the same campaign item for item ({seconds_again:.2f} s); "
+        f"building it again is a no-op ({idempotent * 1000:.0f} ms)"
+    )
     print(f"database: {connection.vendor}")
     return Campaign.objects.count()
 

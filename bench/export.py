@@ -47,8 +47,12 @@ def _url_for(base: str, database: str) -> str:
 
 def _dsn(url: str) -> str:
     parts = urlsplit(url)
-    fields = {"host": parts.hostname or "127.0.0.1", "port": parts.port or 5432, "user": parts.username or "postgres",
-              "dbname": parts.path.lstrip("/")}
+    fields = {
+        "host": parts.hostname or "127.0.0.1",
+        "port": parts.port or 5432,
+        "user": parts.username or "postgres",
+        "dbname": parts.path.lstrip("/"),
+    }
     if parts.password:
         fields["password"] = parts.password
     return " ".join(f"{key}={value}" for key, value in fields.items())
@@ -153,8 +157,12 @@ def measure(kind: str, campaign_id: int, target_url: str) -> dict:
                 rows = cursor.cursor.rowcount
         elif kind in ("json", "jsonl"):
             rows = exports.labels_write(
-                out=out, campaign_id=campaign_id, format="eccv_json" if kind == "json" else "jsonl",
-                method="majority", variant="lenient", merge_original=False,
+                out=out,
+                campaign_id=campaign_id,
+                format="eccv_json" if kind == "json" else "jsonl",
+                method="majority",
+                variant="lenient",
+                merge_original=False,
             )
         else:
             rows = exports.labels_export_postgres(
@@ -163,8 +171,14 @@ def measure(kind: str, campaign_id: int, target_url: str) -> dict:
         seconds = time.perf_counter() - started
         size = out.tell()
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"kind": kind, "seconds": seconds, "rows": rows, "bytes": size, "rss_before_mb": before_kb / 1024,
-            "peak_rss_mb": peak_kb / 1024}
+    return {
+        "kind": kind,
+        "seconds": seconds,
+        "rows": rows,
+        "bytes": size,
+        "rss_before_mb": before_kb / 1024,
+        "peak_rss_mb": peak_kb / 1024,
+    }
 
 
 def _child(*args: str) -> dict:
@@ -237,8 +251,10 @@ def main() -> None:
     print(f"\n{'labels':>9} {'export':<9} {'seconds':>8} {'x COPY':>7} {'peak MB':>8} {'x COPY':>7} {'growth MB':>10}")
     for row in results:
         for kind, value in row["kinds"].items():
-            print(f"{row['labels']:>9} {kind:<9} {value['seconds']:>8.2f} {value['time_ratio']:>7.2f} "
-                  f"{value['peak_rss_mb']:>8.1f} {value['peak_ratio']:>7.2f} {value['rss_growth_mb']:>10.1f}")
+            print(
+                f"{row['labels']:>9} {kind:<9} {value['seconds']:>8.2f} {value['time_ratio']:>7.2f} "
+                f"{value['peak_rss_mb']:>8.1f} {value['peak_ratio']:>7.2f} {value['rss_growth_mb']:>10.1f}"
+            )
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
     (out / "export.json").write_text(json.dumps({"repeats": args.repeats, "results": results}, indent=2))

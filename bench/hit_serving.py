@@ -39,14 +39,25 @@ def parse_args():
     parser.add_argument("--hits-per-worker", type=int, default=1)
     parser.add_argument("--items", type=int, default=16, help="candidates per HIT (plus 1+1 gold)")
     parser.add_argument("--redundancy", type=int, default=3)
-    parser.add_argument("--taken-hits", type=int, default=3000,
-                        help="HITs already full (submitted by earlier workers) ahead of the open ones: a campaign "
-                             "of ECCV Caption's size (2,940 HITs) well under way")
-    parser.add_argument("--think", type=float, default=5.0,
-                        help="mean seconds between two autosaves of one worker (people take ~20-30 s per item)")
-    parser.add_argument("--ramp", type=float, default=30.0,
-                        help="workers arrive spread over this many seconds (a campaign does not get 200 "
-                             "clicks in the same second)")
+    parser.add_argument(
+        "--taken-hits",
+        type=int,
+        default=3000,
+        help="HITs already full (submitted by earlier workers) ahead of the open ones: a campaign "
+        "of ECCV Caption's size (2,940 HITs) well under way",
+    )
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=5.0,
+        help="mean seconds between two autosaves of one worker (people take ~20-30 s per item)",
+    )
+    parser.add_argument(
+        "--ramp",
+        type=float,
+        default=30.0,
+        help="workers arrive spread over this many seconds (a campaign does not get 200 clicks in the same second)",
+    )
     parser.add_argument("--gunicorn-workers", type=int, default=3)
     parser.add_argument("--gunicorn-threads", type=int, default=8)
     parser.add_argument("--port", type=int, default=8765)
@@ -74,10 +85,10 @@ def seed(args) -> dict:
     import django
 
     django.setup()
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
     from importlib import import_module
 
     from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 
     SessionStore = import_module(settings.SESSION_ENGINE).SessionStore  # as the server reads them
     from django.core.management import call_command
@@ -96,8 +107,16 @@ def seed(args) -> dict:
     hits = -(-(slots + 4 * args.gunicorn_workers) // args.redundancy) + 2  # everyone + the warm-up + spare
     images_n = max(50, hits)
     images = m.Image.objects.bulk_create(
-        m.Image(dataset=dataset, source_id=str(i), file_name=f"{i}.jpg", file=f"images/{i}.jpg",
-                thumbnail=f"thumbnails/{i}.jpg", content_hash=f"{i:064x}", width=640, height=480)
+        m.Image(
+            dataset=dataset,
+            source_id=str(i),
+            file_name=f"{i}.jpg",
+            file=f"images/{i}.jpg",
+            thumbnail=f"thumbnails/{i}.jpg",
+            content_hash=f"{i:064x}",
+            width=640,
+            height=480,
+        )
         for i in range(images_n)
     )
     captions = m.Caption.objects.bulk_create(
@@ -105,8 +124,15 @@ def seed(args) -> dict:
         for i in range(images_n * 5)
     )
     campaign = m.Campaign.objects.create(
-        name="bench", owner=owner, dataset=dataset, status=m.CampaignStatus.LIVE, redundancy=args.redundancy,
-        candidates_per_hit=args.items, qualification_items=2, lease_minutes=60, launched_at=timezone.now(),
+        name="bench",
+        owner=owner,
+        dataset=dataset,
+        status=m.CampaignStatus.LIVE,
+        redundancy=args.redundancy,
+        candidates_per_hit=args.items,
+        qualification_items=2,
+        lease_minutes=60,
+        launched_at=timezone.now(),
     )
     gold_pos = m.Pair.objects.create(campaign=campaign, image=images[0], caption=captions[0], is_original=True)
     gold_neg = m.Pair.objects.create(campaign=campaign, image=images[0], caption=captions[-1])
@@ -122,20 +148,30 @@ def seed(args) -> dict:
         for i in range(args.taken_hits)
     )
     hit_rows = m.Hit.objects.bulk_create(
-        m.Hit(campaign=campaign, index=args.taken_hits + i, assignments_required=args.redundancy)
-        for i in range(hits)
+        m.Hit(campaign=campaign, index=args.taken_hits + i, assignments_required=args.redundancy) for i in range(hits)
     )
     items = []
     for h, hit in enumerate(hit_rows):
-        members = [(p, m.ItemRole.CANDIDATE) for p in pairs[h * args.items:(h + 1) * args.items]]
+        members = [(p, m.ItemRole.CANDIDATE) for p in pairs[h * args.items : (h + 1) * args.items]]
         members += [(gold_pos, m.ItemRole.GOLD_POSITIVE), (gold_neg, m.ItemRole.GOLD_NEGATIVE)]
         rng.shuffle(members)
         items += [m.HitItem(hit=hit, position=p, pair=pair, role=role) for p, (pair, role) in enumerate(members)]
     m.HitItem.objects.bulk_create(items)
-    earlier = [m.Worker.objects.create(external_id=f"EARLIER{k}", pseudonym=f"w-earlier{k}") for k in range(args.redundancy)]
+    earlier = [
+        m.Worker.objects.create(external_id=f"EARLIER{k}", pseudonym=f"w-earlier{k}") for k in range(args.redundancy)
+    ]
     m.Assignment.objects.bulk_create(
-        (m.Assignment(hit=hit, worker=worker, status=m.AssignmentStatus.SUBMITTED, expires_at=timezone.now(),
-                      submitted_at=timezone.now()) for hit in taken for worker in earlier),
+        (
+            m.Assignment(
+                hit=hit,
+                worker=worker,
+                status=m.AssignmentStatus.SUBMITTED,
+                expires_at=timezone.now(),
+                submitted_at=timezone.now(),
+            )
+            for hit in taken
+            for worker in earlier
+        ),
         batch_size=5000,
     )
     # A few more workers than simulated: they warm the gunicorn processes up (URLconf, templates, the
@@ -145,8 +181,9 @@ def seed(args) -> dict:
     m.Profile.objects.bulk_create(m.Profile(user=u, role=m.Role.WORKER) for u in users)
     workers = m.Worker.objects.bulk_create(m.Worker(user=u, pseudonym=f"w-bench{i:05d}") for i, u in enumerate(users))
     m.QualificationAttempt.objects.bulk_create(
-        m.QualificationAttempt(worker=w, campaign=campaign, items=[], passed=True, score=1.0,
-                               finished_at=timezone.now())
+        m.QualificationAttempt(
+            worker=w, campaign=campaign, items=[], passed=True, score=1.0, finished_at=timezone.now()
+        )
         for w in workers
     )
     sessions = []
@@ -161,18 +198,40 @@ def seed(args) -> dict:
 
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # the planner's statistics, as autovacuum keeps them on a live database
-    return {"campaign": campaign.pk, "sessions": sessions[:args.workers], "warmup_sessions": sessions[args.workers:],
-            "hits": hits, "items_per_hit": args.items + 2}
+    return {
+        "campaign": campaign.pk,
+        "sessions": sessions[: args.workers],
+        "warmup_sessions": sessions[args.workers :],
+        "hits": hits,
+        "items_per_hit": args.items + 2,
+    }
 
 
 def start_gunicorn(args, env, access_log: str) -> subprocess.Popen:
     command = [
-        str(ROOT / ".venv" / "bin" / "gunicorn"), "config.wsgi:application", "--config", "config/gunicorn.conf.py",
-        "--bind", f"127.0.0.1:{args.port}", "--workers", str(args.gunicorn_workers),
-        "--threads", str(args.gunicorn_threads), "--worker-class", "gthread", "--log-level", "warning",
+        str(ROOT / ".venv" / "bin" / "gunicorn"),
+        "config.wsgi:application",
+        "--config",
+        "config/gunicorn.conf.py",
+        "--bind",
+        f"127.0.0.1:{args.port}",
+        "--workers",
+        str(args.gunicorn_workers),
+        "--threads",
+        str(args.gunicorn_threads),
+        "--worker-class",
+        "gthread",
+        "--log-level",
+        "warning",
         # server-side time per request (microseconds), to tell server time from the client's own queueing
-        "--access-logfile", access_log, "--access-logformat", "%(m)s %(U)s %(s)s %(D)s",
-        "--timeout", "60", "--keep-alive", "120",  # people pause between items; keep their connections
+        "--access-logfile",
+        access_log,
+        "--access-logformat",
+        "%(m)s %(U)s %(s)s %(D)s",
+        "--timeout",
+        "60",
+        "--keep-alive",
+        "120",  # people pause between items; keep their connections
     ]
     process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
     import requests
@@ -232,15 +291,25 @@ def simulated_worker(base, campaign_id, session_key, args, recorder, stop_at, rn
     for _ in range(args.hits_per_worker):
         if time.time() > stop_at:
             return
-        response = timed("claim", lambda: http.post(f"{base}/work/campaigns/{campaign_id}/claim",
-                                                   headers={"X-CSRFToken": csrf, "Referer": base + "/work/"},
-                                                   allow_redirects=False, timeout=30))
-        if response is None or response.status_code != 302 or "/assignments/" not in response.headers.get("Location", ""):
+        response = timed(
+            "claim",
+            lambda: http.post(
+                f"{base}/work/campaigns/{campaign_id}/claim",
+                headers={"X-CSRFToken": csrf, "Referer": base + "/work/"},
+                allow_redirects=False,
+                timeout=30,
+            ),
+        )
+        if (
+            response is None
+            or response.status_code != 302
+            or "/assignments/" not in response.headers.get("Location", "")
+        ):
             recorder.error("claim", getattr(response, "status_code", "no response"))
             return
         hit_url = base + response.headers["Location"]
         assignment_path = response.headers["Location"].rstrip("/")
-        page = timed("page", lambda: http.get(hit_url, timeout=30))
+        page = timed("page", lambda url=hit_url: http.get(url, timeout=30))
         if page is None or page.status_code != 200:
             recorder.error("page", getattr(page, "status_code", "no response"))
             return
@@ -256,12 +325,20 @@ def simulated_worker(base, campaign_id, session_key, args, recorder, stop_at, rn
                 answer["shortcomings"] = ["wrong_way"]
                 answer["wrong_aspects"] = [rng.choice(["color", "quantity", "action"])]
             answers.append(answer)
-            saved = timed("autosave", lambda: http.post(f"{base}{assignment_path}/answer", json=answer,
-                                                        headers=json_headers, timeout=30))
+            saved = timed(
+                "autosave",
+                lambda path=assignment_path, body=answer: http.post(
+                    f"{base}{path}/answer", json=body, headers=json_headers, timeout=30
+                ),
+            )
             if saved is None or saved.status_code != 200:
                 recorder.error("autosave", getattr(saved, "status_code", "no response"))
-        submitted = timed("submit", lambda: http.post(f"{base}{assignment_path}/submit", json={"answers": answers},
-                                                      headers=json_headers, timeout=30))
+        submitted = timed(
+            "submit",
+            lambda path=assignment_path, body={"answers": answers}: http.post(
+                f"{base}{path}/submit", json=body, headers=json_headers, timeout=30
+            ),
+        )
         if submitted is None or submitted.status_code != 200:
             recorder.error("submit", getattr(submitted, "status_code", "no response"))
         else:
@@ -274,9 +351,14 @@ def warm_up(base, campaign_id, session_keys, args):
     broker on its first requests. A few extra workers do whole HITs, at once, so every process gets some."""
     quick = argparse.Namespace(**{**vars(args), "think": 0.0, "ramp": 0.0, "hits_per_worker": 1})
     recorder = Recorder()
-    threads = [threading.Thread(target=simulated_worker, daemon=True,
-                                args=(base, campaign_id, key, quick, recorder, time.time() + 120, random.Random(-i)))
-               for i, key in enumerate(session_keys)]
+    threads = [
+        threading.Thread(
+            target=simulated_worker,
+            daemon=True,
+            args=(base, campaign_id, key, quick, recorder, time.time() + 120, random.Random(-i)),
+        )
+        for i, key in enumerate(session_keys)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -325,17 +407,23 @@ def main():
         "LOG_LEVEL": "ERROR",
     }
     os.environ.update(env)
-    print(f"== hit_serving: {args.workers} workers x {args.hits_per_worker} HIT(s), redundancy {args.redundancy}, "
-          f"{args.taken_hits} HITs already taken, "
-          f"think {args.think}s, arrivals over {args.ramp}s, gunicorn {args.gunicorn_workers}x{args.gunicorn_threads} threads, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    print(f"offered load: about {args.workers / args.think if args.think else float('inf'):.0f} autosaves/s "
-          f"once everyone has arrived")
+    print(
+        f"== hit_serving: {args.workers} workers x {args.hits_per_worker} HIT(s), redundancy {args.redundancy}, "
+        f"{args.taken_hits} HITs already taken, "
+        f"think {args.think}s, arrivals over {args.ramp}s, gunicorn {args.gunicorn_workers}x{args.gunicorn_threads} threads, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"offered load: about {args.workers / args.think if args.think else float('inf'):.0f} autosaves/s "
+        f"once everyone has arrived"
+    )
     recreate_database(args.pg, args.database)
     started = time.perf_counter()
     data = seed(args)
-    print(f"seeded {args.taken_hits} taken and {data['hits']} open HITs of {data['items_per_hit']} items and {args.workers} workers "
-          f"in {time.perf_counter() - started:.1f}s")
+    print(
+        f"seeded {args.taken_hits} taken and {data['hits']} open HITs of {data['items_per_hit']} items and {args.workers} workers "
+        f"in {time.perf_counter() - started:.1f}s"
+    )
 
     access_log = os.path.join(media, "access.log")
     server = start_gunicorn(args, env, access_log)
@@ -347,8 +435,11 @@ def main():
         warm_lines = len(Path(access_log).read_text().splitlines())
         stop_at = time.time() + args.max_seconds
         threads = [
-            threading.Thread(target=simulated_worker, daemon=True,
-                             args=(base, data["campaign"], key, args, recorder, stop_at, random.Random(i)))
+            threading.Thread(
+                target=simulated_worker,
+                daemon=True,
+                args=(base, data["campaign"], key, args, recorder, stop_at, random.Random(i)),
+            )
             for i, key in enumerate(data["sessions"])
         ]
         load_started = time.perf_counter()
@@ -369,8 +460,13 @@ def main():
 
     from annotator.models import Assignment
 
-    over = (Assignment.objects.filter(status__in=["reserved", "submitted", "approved"]).values("hit_id")
-            .annotate(n=Count("id")).filter(n__gt=args.redundancy).count())
+    over = (
+        Assignment.objects.filter(status__in=["reserved", "submitted", "approved"])
+        .values("hit_id")
+        .annotate(n=Count("id"))
+        .filter(n__gt=args.redundancy)
+        .count()
+    )
     submitted_db = Assignment.objects.filter(status="submitted").count()
     try:
         import redis
@@ -383,51 +479,87 @@ def main():
         print(f"(could not empty the broker queue: {exc})")
 
     rows = {}
-    print(f"\nclient side (what a worker's browser waits):\n{'operation':<10} {'count':>7} {'p50 ms':>8} "
-          f"{'p99 ms':>8} {'max ms':>8}")
+    print(
+        f"\nclient side (what a worker's browser waits):\n{'operation':<10} {'count':>7} {'p50 ms':>8} "
+        f"{'p99 ms':>8} {'max ms':>8}"
+    )
     for op, values in recorder.latencies.items():
-        rows[op] = {"count": len(values), "p50_ms": 1000 * percentile(values, 50),
-                    "p99_ms": 1000 * percentile(values, 99), "max_ms": 1000 * max(values) if values else None}
-        print(f"{op:<10} {len(values):>7} {rows[op]['p50_ms']:>8.1f} {rows[op]['p99_ms']:>8.1f} "
-              f"{(rows[op]['max_ms'] or float('nan')):>8.1f}")
+        rows[op] = {
+            "count": len(values),
+            "p50_ms": 1000 * percentile(values, 50),
+            "p99_ms": 1000 * percentile(values, 99),
+            "max_ms": 1000 * max(values) if values else None,
+        }
+        print(
+            f"{op:<10} {len(values):>7} {rows[op]['p50_ms']:>8.1f} {rows[op]['p99_ms']:>8.1f} "
+            f"{(rows[op]['max_ms'] or float('nan')):>8.1f}"
+        )
     server_side = {"claim": [], "page": [], "autosave": [], "submit": []}
     for line in Path(access_log).read_text().splitlines()[warm_lines:]:
         parts = line.split()
         if len(parts) != 4:
             continue
         method, path, _status, micros = parts
-        op = ("claim" if path.endswith("/claim") else "autosave" if path.endswith("/answer")
-              else "submit" if path.endswith("/submit") else "page" if "/assignments/" in path and method == "GET"
-              else None)
+        op = (
+            "claim"
+            if path.endswith("/claim")
+            else "autosave"
+            if path.endswith("/answer")
+            else "submit"
+            if path.endswith("/submit")
+            else "page"
+            if "/assignments/" in path and method == "GET"
+            else None
+        )
         if op:
             server_side[op].append(int(micros) / 1e6)
-    print(f"\nserver side (gunicorn's own time per request, without the client's queueing):")
+    print("\nserver side (gunicorn's own time per request, without the client's queueing):")
     for op, values in server_side.items():
         rows[op]["server_p50_ms"] = 1000 * percentile(values, 50)
         rows[op]["server_p99_ms"] = 1000 * percentile(values, 99)
         print(f"{op:<10} {len(values):>7} {rows[op]['server_p50_ms']:>8.1f} {rows[op]['server_p99_ms']:>8.1f}")
     requests_total = sum(len(v) for v in recorder.latencies.values())
-    print(f"\nsubmissions: {recorder.submissions} in {elapsed:.1f}s = {recorder.submissions / elapsed:.2f}/s; "
-          f"requests: {requests_total} = {requests_total / elapsed:.1f}/s; errors: {len(recorder.errors)}")
+    print(
+        f"\nsubmissions: {recorder.submissions} in {elapsed:.1f}s = {recorder.submissions / elapsed:.2f}/s; "
+        f"requests: {requests_total} = {requests_total / elapsed:.1f}/s; errors: {len(recorder.errors)}"
+    )
     per_request = 1000 / max(requests_total, 1)
-    print(f"CPU in the load phase: gunicorn {server_cpu:.1f}s = {server_cpu * per_request:.1f} ms per request "
-          f"(PostgreSQL not included); this bench's own client threads {client_cpu:.1f}s = "
-          f"{client_cpu * per_request:.1f} ms per request; load average at the end {os.getloadavg()[0]:.1f}")
-    print(f"database check: {submitted_db} submitted assignments ({len(data['warmup_sessions'])} of them from the "
-          f"warm-up), HITs over redundancy: {over}")
+    print(
+        f"CPU in the load phase: gunicorn {server_cpu:.1f}s = {server_cpu * per_request:.1f} ms per request "
+        f"(PostgreSQL not included); this bench's own client threads {client_cpu:.1f}s = "
+        f"{client_cpu * per_request:.1f} ms per request; load average at the end {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"database check: {submitted_db} submitted assignments ({len(data['warmup_sessions'])} of them from the "
+        f"warm-up), HITs over redundancy: {over}"
+    )
     if recorder.errors:
         print("first errors:", recorder.errors[:10])
     worst = max((r["p99_ms"] for r in rows.values() if r["count"]), default=float("nan"))
-    print(f"goal p99 < 150 ms and zero errors: {'MET' if worst < 150 and not recorder.errors else 'NOT MET'} "
-          f"(worst p99 {worst:.1f} ms)")
+    print(
+        f"goal p99 < 150 ms and zero errors: {'MET' if worst < 150 and not recorder.errors else 'NOT MET'} "
+        f"(worst p99 {worst:.1f} ms)"
+    )
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
-    (out / "hit_serving.json").write_text(json.dumps({
-        "args": vars(args), "latency": rows, "submissions": recorder.submissions, "elapsed_s": elapsed,
-        "submissions_per_s": recorder.submissions / elapsed, "errors": recorder.errors[:100],
-        "error_count": len(recorder.errors), "over_redundancy": over,
-        "server_cpu_ms_per_request": server_cpu * per_request, "client_cpu_ms_per_request": client_cpu * per_request, "load_average": os.getloadavg(),
-    }, indent=2))
+    (out / "hit_serving.json").write_text(
+        json.dumps(
+            {
+                "args": vars(args),
+                "latency": rows,
+                "submissions": recorder.submissions,
+                "elapsed_s": elapsed,
+                "submissions_per_s": recorder.submissions / elapsed,
+                "errors": recorder.errors[:100],
+                "error_count": len(recorder.errors),
+                "over_redundancy": over,
+                "server_cpu_ms_per_request": server_cpu * per_request,
+                "client_cpu_ms_per_request": client_cpu * per_request,
+                "load_average": os.getloadavg(),
+            },
+            indent=2,
+        )
+    )
     stats = statistics.mean(recorder.latencies["autosave"]) if recorder.latencies["autosave"] else 0
     print(f"mean autosave {1000 * stats:.1f} ms; results in bench/out/hit_serving.json")
     return 1 if recorder.errors or over else 0

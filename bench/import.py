@@ -26,8 +26,33 @@ from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_DB = "vericap_bench"
-WORDS = ("a", "man", "woman", "dog", "cat", "red", "blue", "small", "large", "riding", "sitting", "on", "next to",
-         "the", "beach", "street", "table", "with", "two", "three", "bicycle", "umbrella", "kite", "field", "grass")
+WORDS = (
+    "a",
+    "man",
+    "woman",
+    "dog",
+    "cat",
+    "red",
+    "blue",
+    "small",
+    "large",
+    "riding",
+    "sitting",
+    "on",
+    "next to",
+    "the",
+    "beach",
+    "street",
+    "table",
+    "with",
+    "two",
+    "three",
+    "bicycle",
+    "umbrella",
+    "kite",
+    "field",
+    "grass",
+)
 
 
 def write_dataset(out: Path, images: int, seed: int = 0) -> None:
@@ -43,13 +68,17 @@ def write_dataset(out: Path, images: int, seed: int = 0) -> None:
             picture = Image.new("RGB", (64, 48), (i % 251, (i // 251) % 251, (i * 7) % 251))
             ImageDraw.Draw(picture).text((2, 18), str(i), fill=(255, 255, 255))
             picture.save(folder / f"{i:07d}.jpg", format="JPEG", quality=80)
-            handle.write(("," if i > 1 else "") + json.dumps({"id": i, "file_name": f"{i:07d}.jpg", "width": 64, "height": 48}))
+            handle.write(
+                ("," if i > 1 else "") + json.dumps({"id": i, "file_name": f"{i:07d}.jpg", "width": 64, "height": 48})
+            )
         handle.write('], "annotations": [')
         first = True
         for i in range(1, images + 1):
             for k in range(5):
                 text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 14))).capitalize() + "."
-                handle.write(("" if first else ",") + json.dumps({"id": 1_000_000 + 5 * i + k, "image_id": i, "caption": text}))
+                handle.write(
+                    ("" if first else ",") + json.dumps({"id": 1_000_000 + 5 * i + k, "image_id": i, "caption": text})
+                )
                 first = False
         handle.write("]}")
 
@@ -80,12 +109,20 @@ def child(captions: str, images: str) -> None:
     again_elapsed = time.perf_counter() - again_started
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     marks = sorted(phases.items(), key=lambda item: item[1])
-    print(json.dumps({
-        "images": dataset.images.count(), "captions": dataset.captions.count(), "seconds": elapsed,
-        "peak_mb": peak_kb / 1024, "baseline_mb": baseline_kb / 1024,
-        "phases": {name: round(at - started, 2) for name, at in marks},
-        "rerun_seconds": again_elapsed, "rerun_created": again.report["images_created"] + again.report["captions_created"],
-    }))
+    print(
+        json.dumps(
+            {
+                "images": dataset.images.count(),
+                "captions": dataset.captions.count(),
+                "seconds": elapsed,
+                "peak_mb": peak_kb / 1024,
+                "baseline_mb": baseline_kb / 1024,
+                "phases": {name: round(at - started, 2) for name, at in marks},
+                "rerun_seconds": again_elapsed,
+                "rerun_created": again.report["images_created"] + again.report["captions_created"],
+            }
+        )
+    )
 
 
 def with_database(url: str, name: str) -> str:
@@ -123,11 +160,26 @@ def main() -> None:
             admin(server_url, f"DROP DATABASE IF EXISTS {BENCH_DB}")
             admin(server_url, f"CREATE DATABASE {BENCH_DB}")
             try:
-                env = {**os.environ, "DATABASE_URL": bench_url, "MEDIA_ROOT": str(tmp / "media"),
-                       "DJANGO_SETTINGS_MODULE": "config.settings", "CELERY_TASK_ALWAYS_EAGER": "true"}
+                env = {
+                    **os.environ,
+                    "DATABASE_URL": bench_url,
+                    "MEDIA_ROOT": str(tmp / "media"),
+                    "DJANGO_SETTINGS_MODULE": "config.settings",
+                    "CELERY_TASK_ALWAYS_EAGER": "true",
+                }
                 done = subprocess.run(
-                    [sys.executable, __file__, "--child", str(tmp / "set" / "captions.json"), str(tmp / "set" / "images")],
-                    cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+                    [
+                        sys.executable,
+                        __file__,
+                        "--child",
+                        str(tmp / "set" / "captions.json"),
+                        str(tmp / "set" / "images"),
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=False,
                 )
             finally:
                 admin(server_url, f"DROP DATABASE IF EXISTS {BENCH_DB}")
@@ -145,8 +197,10 @@ def main() -> None:
             )
     if len(results) > 1:
         small, large = results[0], results[-1]
-        print(f"peak RSS {small['peak_mb']:.0f} MB at {small['images']:,} images vs {large['peak_mb']:.0f} MB at "
-              f"{large['images']:,} images: x{large['peak_mb'] / small['peak_mb']:.2f} for x{large['images'] / small['images']:.0f} the data")
+        print(
+            f"peak RSS {small['peak_mb']:.0f} MB at {small['images']:,} images vs {large['peak_mb']:.0f} MB at "
+            f"{large['images']:,} images: x{large['peak_mb'] / small['peak_mb']:.2f} for x{large['images'] / small['images']:.0f} the data"
+        )
     worst = max(r["peak_mb"] for r in results)
     print(f"goal peak < 500 MB: {'met' if worst < 500 else 'MISSED'} ({worst:.0f} MB)")
     if worst >= 500 or any(r["rerun_created"] for r in results):

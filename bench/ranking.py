@@ -102,8 +102,12 @@ def bench_encode(texts: list[str], repeats: int) -> dict:
         start = time.perf_counter()
         execution = RunExecution(new_run(dataset, annotator_model), options=options)
         execution.annotator = encoder
-        cache = EmbeddingCache(dataset_id=dataset.pk, kind="minilm_pivot", weights_hash="bench", version=f"v{next(counter)}")
-        execution.encode(what="texts", items=texts, encode_batch=timed_encoder, batch_size=batch, cache=cache, plan=plan)
+        cache = EmbeddingCache(
+            dataset_id=dataset.pk, kind="minilm_pivot", weights_hash="bench", version=f"v{next(counter)}"
+        )
+        execution.encode(
+            what="texts", items=texts, encode_batch=timed_encoder, batch_size=batch, cache=cache, plan=plan
+        )
         inside["total"] += time.perf_counter() - start
 
     times = best_of({"bare": bare, "pipeline": pipeline}, repeats)
@@ -140,9 +144,14 @@ def topk_phase(captions, owner, n_images, *, rows_per_chunk, block_bytes, collec
     device = captions.device
     images = images.to(device)
     pivot = SelfPivot.build(
-        owner=pivot.owner.to(device), image_sums_norms=pivot.image_norms.to(device), caption_sq_norms=pivot.caption_sq_norms.to(device)
+        owner=pivot.owner.to(device),
+        image_sums_norms=pivot.image_norms.to(device),
+        caption_sq_norms=pivot.caption_sq_norms.to(device),
     )
-    for queries, targets, patch in ((images, captions, pivot.patch_image_queries), (captions, images, pivot.patch_caption_queries)):
+    for queries, targets, patch in (
+        (images, captions, pivot.patch_image_queries),
+        (captions, images, pivot.patch_caption_queries),
+    ):
         rows = chunk_rows(n_targets=targets.shape[0], chunk_size=rows_per_chunk, block_bytes=block_bytes)
         for _chunk, start, stop, values, indices in chunked_topk(
             n_queries=queries.shape[0], block=dense_block(queries, targets), k=TOP_K, rows_per_chunk=rows, patch=patch
@@ -180,7 +189,14 @@ def bench_topk(n_images: int, n_captions: int, repeats: int) -> dict:
         },
         repeats,
     )
-    return {"images": n_images, "captions": n_captions, "dim": DIM, "bare_s": times["bare"], "pipeline_s": times["pipeline"], "ratio": times["bare"] / times["pipeline"]}
+    return {
+        "images": n_images,
+        "captions": n_captions,
+        "dim": DIM,
+        "bare_s": times["bare"],
+        "pipeline_s": times["pipeline"],
+        "ratio": times["bare"] / times["pipeline"],
+    }
 
 
 def bench_writes(n_queries: int, n_targets: int, repeats: int) -> dict:
@@ -208,9 +224,18 @@ def bench_writes(n_queries: int, n_targets: int, repeats: int) -> dict:
             with transaction.atomic():  # what rank_direction does per chunk
                 locked = execution._locked()
                 Candidate.objects.filter(
-                    run_id=locked.pk, direction="t2i", query_id__gte=int(query_ids[chunk][0]), query_id__lte=int(query_ids[chunk][-1])
+                    run_id=locked.pk,
+                    direction="t2i",
+                    query_id__gte=int(query_ids[chunk][0]),
+                    query_id__lte=int(query_ids[chunk][-1]),
                 ).delete()
-                store.candidates_write(run_id=locked.pk, direction="t2i", query_ids=query_ids[chunk], target_ids=targets[chunk], scores=scores[chunk])
+                store.candidates_write(
+                    run_id=locked.pk,
+                    direction="t2i",
+                    query_ids=query_ids[chunk],
+                    target_ids=targets[chunk],
+                    scores=scores[chunk],
+                )
                 execution._record(locked, "t2i", start // rows_per_chunk + 1, "ranking t2i")
         return time.perf_counter() - began
 
@@ -228,7 +253,13 @@ def bench_writes(n_queries: int, n_targets: int, repeats: int) -> dict:
         return time.perf_counter() - began
 
     times = best_of({"plain_copy": plain, "pipeline": pipeline}, repeats)
-    return {"rows": int(len(q)), "chunk_rows": rows_per_chunk, "plain_copy_s": times["plain_copy"], "pipeline_s": times["pipeline"], "ratio": times["plain_copy"] / times["pipeline"]}
+    return {
+        "rows": int(len(q)),
+        "chunk_rows": rows_per_chunk,
+        "plain_copy_s": times["plain_copy"],
+        "pipeline_s": times["pipeline"],
+        "ratio": times["plain_copy"] / times["pipeline"],
+    }
 
 
 def scale_child(n_images: int, n_captions: int) -> None:
@@ -241,24 +272,54 @@ def scale_child(n_images: int, n_captions: int) -> None:
     rows = {"n": 0}
 
     def collect(start, stop, values, indices):
-        q, t, r, s = store.candidate_arrays(query_ids=np.arange(start, stop), target_ids=indices.numpy(), scores=values.numpy())
-        rows["n"] += len(store.copy_buffer(run_id=1, direction="t2i", queries=q, targets=t, ranks=r, scores=s).getvalue().splitlines())
+        q, t, r, s = store.candidate_arrays(
+            query_ids=np.arange(start, stop), target_ids=indices.numpy(), scores=values.numpy()
+        )
+        rows["n"] += len(
+            store.copy_buffer(run_id=1, direction="t2i", queries=q, targets=t, ranks=r, scores=s)
+            .getvalue()
+            .splitlines()
+        )
 
     start = time.perf_counter()
-    topk_phase(captions, owner, n_images, rows_per_chunk=options["rows_per_chunk"], block_bytes=options["block_bytes"], collect=collect)
+    topk_phase(
+        captions,
+        owner,
+        n_images,
+        rows_per_chunk=options["rows_per_chunk"],
+        block_bytes=options["block_bytes"],
+        collect=collect,
+    )
     wall = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     if torch.cuda.is_available():
         peak_gpu = torch.cuda.max_memory_allocated() / 2**20
     else:
         peak_gpu = None
-    print(json.dumps({"images": n_images, "captions": n_captions, "dim": DIM, "wall_s": wall, "peak_rss_mb": peak, "peak_gpu_mb": peak_gpu, "candidate_rows": rows["n"], "device": options["device"]}))
+    print(
+        json.dumps(
+            {
+                "images": n_images,
+                "captions": n_captions,
+                "dim": DIM,
+                "wall_s": wall,
+                "peak_rss_mb": peak,
+                "peak_gpu_mb": peak_gpu,
+                "candidate_rows": rows["n"],
+                "device": options["device"],
+            }
+        )
+    )
 
 
 def bench_scale(n_images: int, n_captions: int) -> dict:
     output = subprocess.run(
         [sys.executable, __file__, "--scale-child", str(n_images), str(n_captions)],
-        check=True, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "BENCH_CHILD": "1"},
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "BENCH_CHILD": "1"},
     ).stdout
     return json.loads(output.strip().splitlines()[-1])
 
@@ -271,27 +332,39 @@ def main(args) -> dict:
     results = {"device": device, "torch_threads": torch.get_num_threads()}
 
     rng = np.random.default_rng(0)
-    words = "a the dog cat bus red small big two three on in near beach street snow grass ball kite car tree house".split()
+    words = (
+        "a the dog cat bus red small big two three on in near beach street snow grass ball kite car tree house".split()
+    )
     texts = [" ".join(rng.choice(words, size=rng.integers(5, 14))) for _ in range(args.encode_texts)]
     results["encode"] = encode = bench_encode(texts, args.repeats)
-    print(f"encode : pipeline {encode['pipeline_texts_per_s']:.0f} texts/s / bare encoder {encode['bare_texts_per_s']:.0f} texts/s = {encode['ratio']:.3f} (goal >= 0.9; {encode['texts']} captions, minilm_pivot)")
-    print(f"encode : time inside the encoder / pipeline encode time, same runs = {encode['encoder_share_of_pipeline']:.3f} (the overhead without timing noise)")
+    print(
+        f"encode : pipeline {encode['pipeline_texts_per_s']:.0f} texts/s / bare encoder {encode['bare_texts_per_s']:.0f} texts/s = {encode['ratio']:.3f} (goal >= 0.9; {encode['texts']} captions, minilm_pivot)"
+    )
+    print(
+        f"encode : time inside the encoder / pipeline encode time, same runs = {encode['encoder_share_of_pipeline']:.3f} (the overhead without timing noise)"
+    )
 
     results["topk"] = topk = bench_topk(args.topk_images, args.topk_images * 5, args.repeats)
-    print(f"top-K  : bare chunked products {topk['bare_s']:.2f} s / pipeline top-K phase {topk['pipeline_s']:.2f} s = {topk['ratio']:.3f} (goal >= 0.7; {topk['images']} x {topk['captions']}, both directions)")
+    print(
+        f"top-K  : bare chunked products {topk['bare_s']:.2f} s / pipeline top-K phase {topk['pipeline_s']:.2f} s = {topk['ratio']:.3f} (goal >= 0.7; {topk['images']} x {topk['captions']}, both directions)"
+    )
 
     results["writes"] = writes = bench_writes(args.write_queries, 25_000, args.repeats)
     if "skipped" in writes:
         print(f"writes : skipped ({writes['skipped']})")
     else:
-        print(f"writes : plain COPY {writes['plain_copy_s']:.2f} s / pipeline writes {writes['pipeline_s']:.2f} s = {writes['ratio']:.3f} (goal >= 0.5; {writes['rows']} rows)")
+        print(
+            f"writes : plain COPY {writes['plain_copy_s']:.2f} s / pipeline writes {writes['pipeline_s']:.2f} s = {writes['ratio']:.3f} (goal >= 0.5; {writes['rows']} rows)"
+        )
 
     sizes = [(5_000, 25_000)] + ([] if args.skip_large else [(50_000, 250_000)])
     results["scale"] = []
     for n_images, n_captions in sizes:
         scale = bench_scale(n_images, n_captions)
         results["scale"].append(scale)
-        print(f"scale  : {n_images} x {n_captions}: {scale['wall_s']:.1f} s, peak memory {scale['peak_rss_mb']:.0f} MB (goal < 2048), {scale['candidate_rows']} candidate rows")
+        print(
+            f"scale  : {n_images} x {n_captions}: {scale['wall_s']:.1f} s, peak memory {scale['peak_rss_mb']:.0f} MB (goal < 2048), {scale['candidate_rows']} candidate rows"
+        )
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
     (out / "ranking.json").write_text(json.dumps(results, indent=2))
@@ -311,7 +384,9 @@ if __name__ == "__main__":
         scale_child(*args.scale_child)
         sys.exit(0)
     test_name = os.environ.get("BENCH_DATABASE_NAME", "bench_ranking")
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = test_name if connection.vendor == "postgresql" else None
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = (
+        test_name if connection.vendor == "postgresql" else None
+    )
     old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
         main(args)

@@ -48,9 +48,15 @@ def main(args) -> dict:
     out_dir = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))
     start = time.perf_counter()
     make_synthetic_dataset(out_dir=out_dir, images=args.images, seed=args.seed)
-    dataset = dataset_import(name=f"synthetic-{args.images}-{args.seed}", captions_path=out_dir / "captions.json", images_path=out_dir / "images")
-    print(f"synthetic dataset: {args.images} images, {dataset.captions.count()} captions, seed {args.seed} "
-          f"(drawn and imported in {time.perf_counter() - start:.0f} s); database {connection.vendor}")
+    dataset = dataset_import(
+        name=f"synthetic-{args.images}-{args.seed}",
+        captions_path=out_dir / "captions.json",
+        images_path=out_dir / "images",
+    )
+    print(
+        f"synthetic dataset: {args.images} images, {dataset.captions.count()} captions, seed {args.seed} "
+        f"(drawn and imported in {time.perf_counter() - start:.0f} s); database {connection.vendor}"
+    )
     truth = json.loads((out_dir / "truth.json").read_text())
     images = dict(Image.objects.filter(dataset=dataset).values_list("source_id", "pk"))
     captions = dict(Caption.objects.filter(dataset=dataset).values_list("source_id", "pk"))
@@ -77,7 +83,9 @@ def main(args) -> dict:
         for direction in ("i2t", "t2i"):
             rates = hit_rates(ranked=top_lists(run=run, direction=direction), truth=truths[direction], ks=(1, 5, 10))
             results["annotators"][name][direction] = rates
-            print(f"{name:<14} {direction:<9} {rates['queries']:>7} {rates['top1']:>6.3f} {rates['top5']:>6.3f} {rates['top10']:>6.3f} {seconds:>8.1f}")
+            print(
+                f"{name:<14} {direction:<9} {rates['queries']:>7} {rates['top1']:>6.3f} {rates['top5']:>6.3f} {rates['top10']:>6.3f} {seconds:>8.1f}"
+            )
     for direction in ("t2i", "i2t"):
         diversity = annotator_diversity(dataset=dataset, direction=direction, k=25, max_queries=args.diversity_queries)
         if diversity:
@@ -88,7 +96,9 @@ def main(args) -> dict:
                     if i < j:
                         print(f"diversity {direction}: tau-b({row}, {column}) = {diversity['tau'][i][j]:.3f}")
                     if i != j:
-                        print(f"diversity {direction}: avg rank of {row}'s top-1 in {column}'s top 25 = {diversity['avg_rank'][i][j]:.2f} (found {diversity['found'][i][j]:.0%})")
+                        print(
+                            f"diversity {direction}: avg rank of {row}'s top-1 in {column}'s top 25 = {diversity['avg_rank'][i][j]:.2f} (found {diversity['found'][i][j]:.0%})"
+                        )
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
     (out / "ranking_hit_rate.json").write_text(json.dumps(results, indent=2))
@@ -103,7 +113,9 @@ if __name__ == "__main__":
     parser.add_argument("--diversity-queries", type=int, default=2000)
     args = parser.parse_args()
     test_name = os.environ.get("BENCH_DATABASE_NAME", "bench_ranking_hit_rate")
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = test_name if connection.vendor == "postgresql" else None
+    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = (
+        test_name if connection.vendor == "postgresql" else None
+    )
     old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=False)
     try:
         main(args)

@@ -1,8 +1,8 @@
 import posixpath
 
 from django.conf import settings
-from django.http import Http404
 from django.contrib import admin
+from django.http import Http404
 from django.urls import include, path, re_path
 from django.views.static import serve
 

@@ -171,7 +171,7 @@ def live_campaign_with_hits(*, hits: int = 2, candidates: int = 2, redundancy: i
         middle = candidates // 2
         pairs[middle:middle] = [gold_positive, gold_negative]
         roles[middle:middle] = [models.ItemRole.GOLD_POSITIVE, models.ItemRole.GOLD_NEGATIVE]
-        for position, (pair, role) in enumerate(zip(pairs, roles)):
+        for position, (pair, role) in enumerate(zip(pairs, roles, strict=False)):
             HitItemFactory(hit=hit, position=position, pair=pair, role=role)
     return campaign
 

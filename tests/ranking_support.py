@@ -4,9 +4,17 @@ from annotator import models
 from tests import factories
 
 THEMES = [
-    ["A brown dog runs along the sandy beach.", "A dog playing with a ball near the sea waves.", "Puppy running on a beach."],
+    [
+        "A brown dog runs along the sandy beach.",
+        "A dog playing with a ball near the sea waves.",
+        "Puppy running on a beach.",
+    ],
     ["A red double decker bus drives down a city street.", "A big bus parked at the bus stop in town."],
-    ["A plate of pasta with tomato sauce and basil.", "Spaghetti served on a white plate.", "A bowl of noodles with sauce."],
+    [
+        "A plate of pasta with tomato sauce and basil.",
+        "Spaghetti served on a white plate.",
+        "A bowl of noodles with sauce.",
+    ],
     ["A man riding a skateboard doing a trick on a ramp.", "A skateboarder jumps over the ramp in the skate park."],
     ["Two cats sleeping on a sofa.", "A grey cat curled up on the couch."],
     ["A train arriving at the railway station platform.", "A passenger train on the tracks near a station."],

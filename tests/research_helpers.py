@@ -39,20 +39,31 @@ def research_campaign(*, owner=None, method=models.AggregationMethod.MAJORITY, *
     hit = factories.HitFactory(campaign=campaign, index=0)
     worker = models.Worker.objects.filter(pseudonym="w-alpha").first() or factories.WorkerFactory(pseudonym="w-alpha")
     assignment = factories.AssignmentFactory(
-        hit=hit, worker=worker, status=models.AssignmentStatus.APPROVED,
+        hit=hit,
+        worker=worker,
+        status=models.AssignmentStatus.APPROVED,
         submitted_at=timezone.now(),
     )
     for position, (image, caption, stage, choice) in enumerate(LABELLED_PAIRS):
         pair = factories.PairFactory(
-            campaign=campaign, image=images[image], caption=captions[caption], direction=stage,
+            campaign=campaign,
+            image=images[image],
+            caption=captions[caption],
+            direction=stage,
             is_original=caption.startswith(image),
             query_id=(images[image].pk if stage == "i2t" else captions[caption].pk),
         )
-        models.PairSource.objects.create(pair=pair, run=run, direction=stage, rank=position + 1, score=0.9 - position / 10)
+        models.PairSource.objects.create(
+            pair=pair, run=run, direction=stage, rank=position + 1, score=0.9 - position / 10
+        )
         factories.LabelFactory(pair=pair, method=method, choice=choice, confidence=0.75)
         item = factories.HitItemFactory(hit=hit, position=position, pair=pair)
         models.Answer.objects.create(
-            assignment=assignment, item=item, choice=choice, comment=f"<b>{caption}</b>", seconds_spent=3.0,
+            assignment=assignment,
+            item=item,
+            choice=choice,
+            comment=f"<b>{caption}</b>",
+            seconds_spent=3.0,
             shortcomings=["extra_concepts"] if choice == models.Choice.PARTIALLY_YES else [],
         )
     return campaign

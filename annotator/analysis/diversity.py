@@ -24,13 +24,15 @@ import numpy as np
 BATCH = 512
 
 
-def _rank_arrays(lists_a: list[list[int]], lists_b: list[list[int]], k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _rank_arrays(
+    lists_a: list[list[int]], lists_b: list[list[int]], k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per query, the ranks of the union's items in a and in b, padded to 2k (mask marks real items)."""
     width = 2 * k
     ranks_a = np.zeros((len(lists_a), width), dtype=np.float64)
     ranks_b = np.zeros((len(lists_a), width), dtype=np.float64)
     mask = np.zeros((len(lists_a), width), dtype=bool)
-    for row, (a, b) in enumerate(zip(lists_a, lists_b)):
+    for row, (a, b) in enumerate(zip(lists_a, lists_b, strict=False)):
         a, b = list(a)[:k], list(b)[:k]
         position_a = {item: index + 1 for index, item in enumerate(a)}
         position_b = {item: index + 1 for index, item in enumerate(b)}
@@ -62,7 +64,7 @@ def top1_rank(lists_a: list[list[int]], lists_b: list[list[int]], *, k: int = 25
     """Per query, the rank of a's top-1 item in b (k + 1 when absent), and whether b has it at all."""
     ranks = np.full(len(lists_a), float(k + 1))
     found = np.zeros(len(lists_a), dtype=bool)
-    for row, (a, b) in enumerate(zip(lists_a, lists_b)):
+    for row, (a, b) in enumerate(zip(lists_a, lists_b, strict=False)):
         if not a:
             ranks[row] = np.nan
             continue

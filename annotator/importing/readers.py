@@ -70,7 +70,9 @@ def normalise_id(value) -> str | None:
 
 def _id_problem(kind: str, value, where: str) -> Problem:
     shown = repr(value)[:80]
-    return Problem(kind, None, where, f"id {shown} is not an integer or a string of 1-{MAX_SOURCE_ID_LENGTH} characters")
+    return Problem(
+        kind, None, where, f"id {shown} is not an integer or a string of 1-{MAX_SOURCE_ID_LENGTH} characters"
+    )
 
 
 class CocoCaptionFile:
@@ -165,7 +167,7 @@ class PlainCaptionFile:
                             header = lowered
                             continue
                         columns = header or ["image", "caption"]
-                        yield f"line {line_no}", dict(zip(columns, row))
+                        yield f"line {line_no}", dict(zip(columns, row, strict=False))
         except UnicodeDecodeError as exc:
             raise MalformedFile(self.path, f"not UTF-8 text ({exc})") from exc
         except csv.Error as exc:
@@ -182,7 +184,9 @@ class PlainCaptionFile:
         image_id = normalise_id(row.get("image_id")) if row.get("image_id") not in (None, "") else normalise_id(image)
         if image_id is None:
             return Problem("image", None, where, f"path {image[:80]!r} is too long for an id: give an image_id column")
-        caption_id = normalise_id(row.get("caption_id")) if row.get("caption_id") not in (None, "") else where.split()[1]
+        caption_id = (
+            normalise_id(row.get("caption_id")) if row.get("caption_id") not in (None, "") else where.split()[1]
+        )
         if caption_id is None:
             return _id_problem("caption", row.get("caption_id"), where)
         if text is None or not text.strip():

@@ -33,6 +33,7 @@ from annotator.models.crowd import (
     WrongAspect,
 )
 from annotator.models.dataset import DATASET_TRANSITIONS, Caption, Dataset, DatasetStatus, Image
+from annotator.models.quality import CleanupKind, CleanupProposal, CleanupStatus, TrustAction, WorkerTrustEvent
 from annotator.models.ranking import (
     RUN_TRANSITIONS,
     AnnotatorKind,
@@ -42,7 +43,13 @@ from annotator.models.ranking import (
     RankingRun,
     RunStatus,
 )
-from annotator.models.quality import CleanupKind, CleanupProposal, CleanupStatus, TrustAction, WorkerTrustEvent
-from annotator.models.research import EXPORT_TRANSITIONS, Evaluation, ExportFormat, ExportJob, ExportStatus, ExportVariant
+from annotator.models.research import (
+    EXPORT_TRANSITIONS,
+    Evaluation,
+    ExportFormat,
+    ExportJob,
+    ExportStatus,
+    ExportVariant,
+)
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -207,8 +207,9 @@ class Hit(models.Model):
         indexes = [
             # The claim's scan: open HITs with room, in the order they are handed out. Full HITs are not in
             # it, so a claim late in a campaign costs what it costs at the start.
-            models.Index(fields=["campaign", "stage", "index"], name="hit_claim_order",
-                         condition=Q(status="open", has_room=True)),
+            models.Index(
+                fields=["campaign", "stage", "index"], name="hit_claim_order", condition=Q(status="open", has_room=True)
+            ),
         ]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "index"], name="hit_index_unique"),

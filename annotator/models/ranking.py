@@ -100,7 +100,9 @@ class Candidate(models.Model):
             models.UniqueConstraint(
                 fields=["run", "direction", "query_id", "target_id"], name="candidate_target_unique"
             ),
-            models.CheckConstraint(condition=models.Q(direction__in=Direction.values), name="candidate_direction_valid"),
+            models.CheckConstraint(
+                condition=models.Q(direction__in=Direction.values), name="candidate_direction_valid"
+            ),
             models.CheckConstraint(condition=models.Q(rank__gte=1), name="candidate_rank_positive"),
         ]
 

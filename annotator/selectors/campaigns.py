@@ -87,9 +87,7 @@ def campaign_statistics(*, campaign: Campaign, include_progress: bool = True) ->
     sources = list(PairSource.objects.filter(pair__campaign=campaign).values_list("pair_id", "run_id"))
     unique_pairs = len({pair_id for pair_id, _run in sources})
     matrix = overlap_matrix([p for p, _ in sources], [r for _, r in sources])
-    names = dict(
-        RankingRun.objects.filter(pk__in=matrix["runs"]).values_list("pk", "annotator__name")
-    )
+    names = dict(RankingRun.objects.filter(pk__in=matrix["runs"]).values_list("pk", "annotator__name"))
     matrix["names"] = [f"{names.get(run, '?')} (run {run})" for run in matrix["runs"]]
     hits_by_stage = dict(
         Hit.objects.filter(campaign=campaign).values_list("stage").annotate(n=Count("pk")).values_list("stage", "n")
@@ -156,7 +154,8 @@ def campaign_overview(*, campaign: Campaign) -> dict | None:
     about to be replaced)."""
     if campaign.status in (CampaignStatus.DRAFT, CampaignStatus.BUILDING):
         return None
-    stats = dict(campaign.build_report.get("statistics") or campaign_statistics(campaign=campaign, include_progress=False))
+    stats = dict(
+        campaign.build_report.get("statistics") or campaign_statistics(campaign=campaign, include_progress=False)
+    )
     stats["progress"] = campaign_progress(campaign=campaign)
     return stats
-

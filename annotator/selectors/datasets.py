@@ -14,9 +14,7 @@ def dataset_list_visible(*, user) -> QuerySet[Dataset]:
     if not (user.is_staff or user.is_superuser):
         datasets = datasets.filter(Q(owner__isnull=True) | Q(owner=user))
     # One subquery per count: joining images and captions at once would multiply their rows.
-    return datasets.annotate(
-        image_count=_count(Image), caption_count=_count(Caption)
-    ).order_by("name")
+    return datasets.annotate(image_count=_count(Image), caption_count=_count(Caption)).order_by("name")
 
 
 def _count(model) -> Coalesce:

@@ -59,7 +59,9 @@ def review_counts(*, campaign: Campaign) -> dict:
     qs = Assignment.objects.filter(hit__campaign=campaign)
     return {
         "flagged": review_queue(campaign=campaign).count(),
-        "awaiting_auto_approval": qs.filter(status=AssignmentStatus.SUBMITTED, flags=[], scored_at__isnull=False).count(),
+        "awaiting_auto_approval": qs.filter(
+            status=AssignmentStatus.SUBMITTED, flags=[], scored_at__isnull=False
+        ).count(),
         "unscored": qs.filter(status=AssignmentStatus.SUBMITTED, scored_at__isnull=True).count(),
         "approved": qs.filter(status=AssignmentStatus.APPROVED).count(),
         "rejected": qs.filter(status=AssignmentStatus.REJECTED).count(),
@@ -81,7 +83,9 @@ def assignment_review_detail(*, assignment: Assignment) -> dict:
     rows = (
         Answer.objects.filter(item__pair_id__in=pair_ids, assignment__hit__campaign=campaign)
         .exclude(assignment=assignment)
-        .exclude(assignment__status__in=[AssignmentStatus.RESERVED, AssignmentStatus.RETURNED, AssignmentStatus.EXPIRED])
+        .exclude(
+            assignment__status__in=[AssignmentStatus.RESERVED, AssignmentStatus.RETURNED, AssignmentStatus.EXPIRED]
+        )
         .select_related("assignment__worker", "item")
         .order_by("assignment__worker__pseudonym")
     )
@@ -280,6 +284,7 @@ def error_types(*, campaign: Campaign) -> dict:
             for value, label in Shortcoming.choices
         ],
         "aspects": [
-            (label, aspects[value], aspects[value] / n_aspect if n_aspect else 0.0) for value, label in WrongAspect.choices
+            (label, aspects[value], aspects[value] / n_aspect if n_aspect else 0.0)
+            for value, label in WrongAspect.choices
         ],
     }

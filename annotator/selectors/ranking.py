@@ -81,12 +81,16 @@ def top_lists(*, run: RankingRun, direction: str, query_ids=None) -> dict[int, l
     if query_ids is not None:
         rows = rows.filter(query_id__in=list(query_ids))
     lists: dict[int, list[int]] = {}
-    for query_id, target_id in rows.order_by("query_id", "rank").values_list("query_id", "target_id").iterator(chunk_size=10000):
+    for query_id, target_id in (
+        rows.order_by("query_id", "rank").values_list("query_id", "target_id").iterator(chunk_size=10000)
+    ):
         lists.setdefault(query_id, []).append(target_id)
     return lists
 
 
-def annotator_diversity(*, dataset: Dataset, direction: str = Direction.T2I, k: int = 25, max_queries: int = 2000) -> dict | None:
+def annotator_diversity(
+    *, dataset: Dataset, direction: str = Direction.T2I, k: int = 25, max_queries: int = 2000
+) -> dict | None:
     """ECCV Table A.1 over the latest succeeded run of each annotator: Kendall's tau-b and average top-1 rank.
 
     Uses the queries every run ranked, at most `max_queries` of them (a fixed sample: the lowest ids after a

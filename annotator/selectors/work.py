@@ -9,8 +9,6 @@ follows the same rule.
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from annotator.selectors.hits import hit_item_token, hit_worker_items
-
 from annotator.models import (
     Answer,
     Assignment,
@@ -23,6 +21,8 @@ from annotator.models import (
     QualificationAttempt,
     Worker,
 )
+from annotator.selectors.hits import hit_item_token, hit_worker_items
+
 
 def _file_url(field) -> str:
     if not field:
@@ -100,11 +100,7 @@ def assignment_answers_for_worker(*, assignment: Assignment) -> dict[str, dict]:
 
 def assignment_for_worker(*, worker: Worker, assignment_id: int) -> Assignment | None:
     """The worker's own assignment, or None (callers answer 404: another's assignment does not exist for them)."""
-    return (
-        Assignment.objects.select_related("hit__campaign", "worker")
-        .filter(pk=assignment_id, worker=worker)
-        .first()
-    )
+    return Assignment.objects.select_related("hit__campaign", "worker").filter(pk=assignment_id, worker=worker).first()
 
 
 def campaigns_open_for_worker(*, worker: Worker) -> list[dict]:
@@ -121,8 +117,9 @@ def campaigns_open_for_worker(*, worker: Worker) -> list[dict]:
                 "campaign": campaign,
                 "lease": lease,
                 "open_hits": open_hits,
-                "done": taken.exclude(status__in=[AssignmentStatus.RESERVED, AssignmentStatus.RETURNED,
-                                                   AssignmentStatus.EXPIRED]).count(),
+                "done": taken.exclude(
+                    status__in=[AssignmentStatus.RESERVED, AssignmentStatus.RETURNED, AssignmentStatus.EXPIRED]
+                ).count(),
                 "qualification": qualification_state(campaign=campaign, worker=worker),
             }
         )
@@ -200,8 +197,5 @@ def worker_dashboard(*, worker: Worker) -> dict:
 
 def worker_recent_assignments(*, worker: Worker, limit: int = 20):
     return (
-        Assignment.objects.filter(worker=worker)
-        .select_related("hit__campaign")
-        .order_by("-reserved_at", "-id")[:limit]
+        Assignment.objects.filter(worker=worker).select_related("hit__campaign").order_by("-reserved_at", "-id")[:limit]
     )
-

@@ -37,8 +37,8 @@ from annotator.models import (
 )
 from annotator.models.state import check_transition
 from annotator.queue import enqueue_on_commit
-from annotator.services.hit_room import assignment_left_active, hit_room_freed, hit_room_recount
 from annotator.selectors.work import hit_item_tokens, worker_is_qualified
+from annotator.services.hit_room import assignment_left_active, hit_room_freed, hit_room_recount
 
 SCORE_TASK = "workers.tasks.quality.assignment_score_task"
 MAX_COMMENT_CHARS = 2000
@@ -52,9 +52,7 @@ COUNTED_STATUSES = [
 ]
 
 
-def assignment_transition(
-    *, assignment: Assignment, target: str, actor=None, reason: str = "", now=None
-) -> Assignment:
+def assignment_transition(*, assignment: Assignment, target: str, actor=None, reason: str = "", now=None) -> Assignment:
     """Move an assignment to `target` (checked against ASSIGNMENT_TRANSITIONS) and record the event.
 
     The one place an assignment's status changes: leases here, decisions in services/quality.py. A decision
@@ -62,9 +60,7 @@ def assignment_transition(
     counting against its HIT's redundancy offers the slot to claims again (Hit.has_room).
     The caller holds the assignment's row lock inside a transaction.
     """
-    check_transition(
-        transitions=ASSIGNMENT_TRANSITIONS, current=assignment.status, target=target, what="assignment"
-    )
+    check_transition(transitions=ASSIGNMENT_TRANSITIONS, current=assignment.status, target=target, what="assignment")
     previous = assignment.status
     assignment.status = target
     fields = ["status"]
@@ -104,8 +100,9 @@ def _check_worker_may_claim(*, campaign: Campaign, worker: Worker) -> None:
             "Your account is paused from taking new HITs while your recent work is reviewed.", status=403
         )
     if not worker_is_qualified(campaign=campaign, worker=worker):
-        raise ApplicationError("Pass this campaign's qualification test first.", extra={"reason": "qualification"},
-                               status=403)
+        raise ApplicationError(
+            "Pass this campaign's qualification test first.", extra={"reason": "qualification"}, status=403
+        )
 
 
 def _lease_expiry(campaign: Campaign, now):
@@ -120,8 +117,9 @@ def _reserve(*, hit: Hit, worker: Worker, now, external_assignment_id=None, reas
         expires_at=_lease_expiry(hit.campaign, now),
         external_assignment_id=external_assignment_id,
     )
-    AssignmentEvent.objects.create(assignment=assignment, from_status="", to_status=AssignmentStatus.RESERVED,
-                                   reason=reason)
+    AssignmentEvent.objects.create(
+        assignment=assignment, from_status="", to_status=AssignmentStatus.RESERVED, reason=reason
+    )
     return assignment
 
 
@@ -212,9 +210,7 @@ def _active_count_expression(active_subquery):
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
-def assignment_claim_external(
-    *, hit: Hit, worker: Worker, external_assignment_id: str, now=None
-) -> Assignment:
+def assignment_claim_external(*, hit: Hit, worker: Worker, external_assignment_id: str, now=None) -> Assignment:
     """The lease for an MTurk assignment on a given HIT (MTurk already chose the HIT and the worker).
 
     Locks the Hit row (FOR UPDATE). Idempotent on external_assignment_id: the same MTurk assignment gets
@@ -261,8 +257,9 @@ def _lock_own_assignment(*, assignment: Assignment, worker: Worker) -> Assignmen
 
 def _check_open_lease(assignment: Assignment, now) -> None:
     if assignment.status != AssignmentStatus.RESERVED:
-        raise ApplicationError(f"This HIT is {assignment.get_status_display().lower()}; it can no longer change.",
-                               status=409)
+        raise ApplicationError(
+            f"This HIT is {assignment.get_status_display().lower()}; it can no longer change.", status=409
+        )
     if assignment.expires_at <= now:
         raise ApplicationError("Your lease on this HIT has expired.", status=409)
 
@@ -290,7 +287,7 @@ def _clean_answer(
             try:
                 score = float(score)
             except (TypeError, ValueError):
-                raise ApplicationError("The similarity must be a number from 0 to 5.")
+                raise ApplicationError("The similarity must be a number from 0 to 5.") from None
             if not math.isfinite(score) or not 0.0 <= score <= 5.0:
                 raise ApplicationError("The similarity must be a number from 0 to 5.")
         return {"choice": "", "score": score, "shortcomings": [], "wrong_aspects": [], "comment": comment}
@@ -306,8 +303,13 @@ def _clean_answer(
         shortcomings = []
     if Shortcoming.WRONG_WAY not in shortcomings:
         wrong_aspects = []
-    return {"choice": choice, "score": None, "shortcomings": shortcomings, "wrong_aspects": wrong_aspects,
-            "comment": comment}
+    return {
+        "choice": choice,
+        "score": None,
+        "shortcomings": shortcomings,
+        "wrong_aspects": wrong_aspects,
+        "comment": comment,
+    }
 
 
 def _clean_seconds(seconds_spent) -> float | None:
@@ -316,7 +318,7 @@ def _clean_seconds(seconds_spent) -> float | None:
     try:
         seconds = float(seconds_spent)
     except (TypeError, ValueError):
-        raise ApplicationError("seconds_spent must be a number.")
+        raise ApplicationError("seconds_spent must be a number.") from None
     if not math.isfinite(seconds) or seconds < 0:
         raise ApplicationError("seconds_spent must be a non-negative number.")
     return min(seconds, MAX_SECONDS_PER_ITEM)
@@ -342,10 +344,23 @@ def _write_answer(*, assignment: Assignment, item_id: int, cleaned: dict, second
     PostgreSQL and SQLite both speak INSERT ... ON CONFLICT ... RETURNING; the unique constraint on
     (assignment, item) is the conflict target.
     """
-    answer = Answer(assignment=assignment, item_id=item_id, **cleaned, seconds_spent=seconds or 0.0,
-                    updated_at=timezone.now())
-    fields = [Answer._meta.get_field(name) for name in ("assignment", "item", "choice", "score", "shortcomings",
-                                                         "wrong_aspects", "comment", "seconds_spent", "updated_at")]
+    answer = Answer(
+        assignment=assignment, item_id=item_id, **cleaned, seconds_spent=seconds or 0.0, updated_at=timezone.now()
+    )
+    fields = [
+        Answer._meta.get_field(name)
+        for name in (
+            "assignment",
+            "item",
+            "choice",
+            "score",
+            "shortcomings",
+            "wrong_aspects",
+            "comment",
+            "seconds_spent",
+            "updated_at",
+        )
+    ]
     params = [field.get_db_prep_save(getattr(answer, field.attname), connection) for field in fields]
     with connection.cursor() as cursor:
         cursor.execute(_ANSWER_UPSERT.format(table=connection.ops.quote_name(Answer._meta.db_table)), params)
@@ -436,8 +451,9 @@ def _apply_final_answers(*, assignment: Assignment, entries: list, tokens: dict,
     for entry in entries:
         if not isinstance(entry, dict):
             raise ApplicationError("Each answer must be an object.")
-        item_id = _resolve_token(assignment=assignment, item_token=entry.get("item_token") or entry.get("token"),
-                                 tokens=tokens)
+        item_id = _resolve_token(
+            assignment=assignment, item_token=entry.get("item_token") or entry.get("token"), tokens=tokens
+        )
         cleaned = _clean_answer(
             campaign=assignment.hit.campaign,
             choice=entry.get("choice"),
@@ -449,8 +465,9 @@ def _apply_final_answers(*, assignment: Assignment, entries: list, tokens: dict,
         seconds = _clean_seconds(entry.get("seconds_spent"))
         answer = stored.get(item_id)
         if answer is None:
-            answer = Answer(assignment=assignment, item_id=item_id, **cleaned, seconds_spent=seconds or 0.0,
-                            updated_at=now)
+            answer = Answer(
+                assignment=assignment, item_id=item_id, **cleaned, seconds_spent=seconds or 0.0, updated_at=now
+            )
             stored[item_id] = answer
             to_create.append(answer)
             continue
@@ -531,8 +548,9 @@ def assignments_expire(*, now=None, batch_size: int = 500) -> int:
         with transaction.atomic():
             # In HIT order: each expiry frees a slot under the HIT's row lock, and two batches that take
             # those locks in the same order cannot deadlock.
-            queryset = (Assignment.objects.filter(status=AssignmentStatus.RESERVED, expires_at__lte=now)
-                        .order_by("hit_id", "id"))
+            queryset = Assignment.objects.filter(status=AssignmentStatus.RESERVED, expires_at__lte=now).order_by(
+                "hit_id", "id"
+            )
             if connection.features.has_select_for_update_skip_locked:
                 queryset = queryset.select_for_update(skip_locked=True)
             batch = list(queryset[:batch_size])

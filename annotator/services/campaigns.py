@@ -282,9 +282,7 @@ def _originals(*, direction: str, index: _DatasetIndex) -> np.ndarray:
         return np.unique(encode_keys(index.caption_image, index.caption_ids))
     if kind == PairKind.CAPTION_CAPTION:
         keys = [
-            (a << 32) | b
-            for captions in index.captions_of_image.values()
-            for a, b in combinations(sorted(captions), 2)
+            (a << 32) | b for captions in index.captions_of_image.values() for a, b in combinations(sorted(captions), 2)
         ]
         return np.unique(np.array(keys, dtype=np.int64))
     return np.empty(0, dtype=np.int64)
@@ -329,7 +327,9 @@ def _pair_fields(*, kind: str, keys: np.ndarray, index: _DatasetIndex) -> list[d
             {"caption_id": int(a), "other_caption_id": int(b), "is_original": bool(o)}
             for a, b, o in zip(first, second, original, strict=True)
         ]
-    return [{"image_id": int(a), "other_image_id": int(b), "is_original": False} for a, b in zip(first, second)]
+    return [
+        {"image_id": int(a), "other_image_id": int(b), "is_original": False} for a, b in zip(first, second, strict=True)
+    ]
 
 
 def _gold_query(direction: str, key: int) -> int:
@@ -383,7 +383,7 @@ def _extend(
         .values_list("pair_id", "n")
     ):
         uses[pair_of_id[pair_id]] = hits
-    next_index = (Hit.objects.filter(campaign=campaign).order_by("-index").values_list("index", flat=True).first())
+    next_index = Hit.objects.filter(campaign=campaign).order_by("-index").values_list("index", flat=True).first()
     next_index = 0 if next_index is None else next_index + 1
     max_rank = max(campaign.pool_depth, campaign.gold_exclusion_depth if campaign.gold_negatives_per_hit else 0)
 
@@ -418,8 +418,13 @@ def _extend(
         rng = _stage_rng(campaign, 2, stage_no, salt)
         for i in range(len(pool.source_pair)):
             sources.append(
-                (int(pool.keys[pool.source_pair[i]]), int(pool.source_run[i]), direction,
-                 int(pool.source_rank[i]), float(pool.source_score[i]))
+                (
+                    int(pool.keys[pool.source_pair[i]]),
+                    int(pool.source_run[i]),
+                    direction,
+                    int(pool.source_rank[i]),
+                    float(pool.source_score[i]),
+                )
             )
         # To ask: pooled pairs not yet asked as candidates (a pair that was only gold so far is asked now).
         fresh = np.array([k not in packed_candidates for k in pool.keys.tolist()], dtype=bool)
@@ -476,8 +481,13 @@ def _extend(
     key_array = np.array(new_pair_keys, dtype=np.int64)
     fields = _pair_fields(kind=kind, keys=key_array, index=index)
     pair_rows = [
-        {"campaign_id": campaign.pk, "kind": kind, "direction": new_pair_meta[key][0],
-         "query_id": new_pair_meta[key][1], **f}
+        {
+            "campaign_id": campaign.pk,
+            "kind": kind,
+            "direction": new_pair_meta[key][0],
+            "query_id": new_pair_meta[key][1],
+            **f,
+        }
         for key, f in zip(new_pair_keys, fields, strict=True)
     ]
     pair_id = dict(existing)
@@ -494,8 +504,14 @@ def _extend(
         _insert_rows(PairSource, source_rows, ids=False)
     now = timezone.now()
     hit_rows = [
-        {"campaign_id": campaign.pk, "index": next_index + i, "stage": direction,
-         "assignments_required": campaign.redundancy, "has_room": True, "created_at": now}
+        {
+            "campaign_id": campaign.pk,
+            "index": next_index + i,
+            "stage": direction,
+            "assignments_required": campaign.redundancy,
+            "has_room": True,
+            "created_at": now,
+        }
         for i, (direction, _items) in enumerate(hits_plan)
     ]
     hit_ids = _insert_rows(Hit, hit_rows)
@@ -633,8 +649,7 @@ def _lock_unless_building(campaign: Campaign) -> Campaign:
     locked = queryset.first()
     if locked is None:
         if Campaign.objects.filter(pk=campaign.pk).exists():
-            raise ApplicationError("This campaign is being built right now; wait for the build to finish.",
-                                   status=409)
+            raise ApplicationError("This campaign is being built right now; wait for the build to finish.", status=409)
         raise ApplicationError("No such campaign.", status=404)
     return locked
 

@@ -9,8 +9,8 @@ import shutil
 import tempfile
 import zipfile
 from array import array
-from concurrent.futures import ThreadPoolExecutor, wait
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import timedelta
 from itertools import islice
@@ -108,8 +108,9 @@ class _Plan:
     duplicates: dict[str, list[str]] = field(default_factory=dict)  # content hash -> image source ids
 
 
-def _check_paths(captions_path: Path, images_path: Path, split_path: Path | None, split: str | None,
-                 offenders: _Offenders) -> None:
+def _check_paths(
+    captions_path: Path, images_path: Path, split_path: Path | None, split: str | None, offenders: _Offenders
+) -> None:
     if not captions_path.is_file():
         offenders.add("file", None, str(captions_path), "captions file not found")
     if not images_path.exists():
@@ -120,8 +121,16 @@ def _check_paths(captions_path: Path, images_path: Path, split_path: Path | None
         offenders.add("file", None, "split", "give both a split file and the split name(s), or neither")
 
 
-def _validate(*, dataset: Dataset, reader, images, split_filter: SplitFilter | None, offenders: _Offenders,
-              progress: Progress | None, pool: ThreadPoolExecutor) -> _Plan:
+def _validate(
+    *,
+    dataset: Dataset,
+    reader,
+    images,
+    split_filter: SplitFilter | None,
+    offenders: _Offenders,
+    progress: Progress | None,
+    pool: ThreadPoolExecutor,
+) -> _Plan:
     """First streaming pass: read every record and every image file, write nothing.
 
     Keeps only ids (and the first image id per content hash) in memory, so memory grows with the number
@@ -153,12 +162,13 @@ def _validate(*, dataset: Dataset, reader, images, split_filter: SplitFilter | N
     def check_batch(batch: list[ImageRecord]) -> None:
         nonlocal checked
         existing = dict(
-            Image.objects.filter(dataset=dataset, source_id__in=[r.source_id for r in batch])
-            .values_list("source_id", "content_hash")
+            Image.objects.filter(dataset=dataset, source_id__in=[r.source_id for r in batch]).values_list(
+                "source_id", "content_hash"
+            )
         )
         results = _parallel(pool, inspect, [(r, existing.get(r.source_id)) for r in batch])
         hashes: dict[str, str] = {}
-        for record, (digest, problem) in zip(batch, results):
+        for record, (digest, problem) in zip(batch, results, strict=False):
             if problem is not None:
                 offenders.add("image", record.source_id, record.where, problem)
             elif record.source_id in existing:
@@ -167,8 +177,9 @@ def _validate(*, dataset: Dataset, reader, images, split_filter: SplitFilter | N
                 plan.images_new += 1
                 hashes[record.source_id] = digest
         known = dict(
-            Image.objects.filter(dataset=dataset, content_hash__in=set(hashes.values()))
-            .values_list("content_hash", "source_id")
+            Image.objects.filter(dataset=dataset, content_hash__in=set(hashes.values())).values_list(
+                "content_hash", "source_id"
+            )
         )
         for source_id, digest in hashes.items():
             raw = bytes.fromhex(digest)
@@ -200,8 +211,12 @@ def _validate(*, dataset: Dataset, reader, images, split_filter: SplitFilter | N
     if batch:
         check_batch(batch)
     if not included:
-        offenders.add("file", None, reader.path.name, "lists no images to import"
-                      + (f" in split {', '.join(split_filter.splits)}" if split_filter else ""))
+        offenders.add(
+            "file",
+            None,
+            reader.path.name,
+            "lists no images to import" + (f" in split {', '.join(split_filter.splits)}" if split_filter else ""),
+        )
 
     seen_captions: set[str] = set()
     done = 0
@@ -216,8 +231,9 @@ def _validate(*, dataset: Dataset, reader, images, split_filter: SplitFilter | N
         for record in batch:
             if record.source_id in existing:
                 if existing[record.source_id] != (record.image_source_id, record.text):
-                    offenders.add("caption", record.source_id, record.where,
-                                  "was imported before with a different text or image")
+                    offenders.add(
+                        "caption", record.source_id, record.where, "was imported before with a different text or image"
+                    )
                 else:
                     plan.captions_unchanged += 1
             else:
@@ -237,8 +253,9 @@ def _validate(*, dataset: Dataset, reader, images, split_filter: SplitFilter | N
             plan.captions_skipped_by_split += 1
             continue
         if record.image_source_id not in included:
-            offenders.add("caption", record.source_id, record.where,
-                          f"refers to unknown image {record.image_source_id}")
+            offenders.add(
+                "caption", record.source_id, record.where, f"refers to unknown image {record.image_source_id}"
+            )
             continue
         batch.append(record)
         if len(batch) >= CAPTION_BATCH:
@@ -266,11 +283,22 @@ def _store(name: str, data: bytes, written: list[str]) -> str:
     return stored
 
 
-def _write_images(*, dataset: Dataset, reader, images, split_filter: SplitFilter | None, created: array,
-                  written: list[str], progress: Progress | None, total: int, pool: ThreadPoolExecutor) -> int:
+def _write_images(
+    *,
+    dataset: Dataset,
+    reader,
+    images,
+    split_filter: SplitFilter | None,
+    created: array,
+    written: list[str],
+    progress: Progress | None,
+    total: int,
+    pool: ThreadPoolExecutor,
+) -> int:
     done = 0
     records = (
-        r for r in reader.iter_images()
+        r
+        for r in reader.iter_images()
         if isinstance(r, ImageRecord) and (split_filter is None or split_filter.keeps(r))
     )
 
@@ -286,13 +314,16 @@ def _write_images(*, dataset: Dataset, reader, images, split_filter: SplitFilter
     def store(item) -> tuple[str, str]:
         data, digest, checked, thumb = item
         base = f"{dataset.pk}/{digest[:2]}/{digest}"
-        return (_store(f"images/{base}{EXTENSIONS.get(checked.format, '.img')}", data, written),
-                _store(f"thumbnails/{base}.jpg", thumb, written))
+        return (
+            _store(f"images/{base}{EXTENSIONS.get(checked.format, '.img')}", data, written),
+            _store(f"thumbnails/{base}.jpg", thumb, written),
+        )
 
     for batch in _batches(records, IMAGE_BATCH):
         existing = set(
-            Image.objects.filter(dataset=dataset, source_id__in=[r.source_id for r in batch])
-            .values_list("source_id", flat=True)
+            Image.objects.filter(dataset=dataset, source_id__in=[r.source_id for r in batch]).values_list(
+                "source_id", flat=True
+            )
         )
         fresh = [r for r in batch if r.source_id not in existing]
         rows: list[Image] = []
@@ -308,14 +339,23 @@ def _write_images(*, dataset: Dataset, reader, images, split_filter: SplitFilter
                 ).values_list("content_hash", "file", "thumbnail")
             )
             new = {item[1]: item for item in prepared if item[1] not in stored}  # a duplicate shares one copy
-            for content_hash, names in zip(new, _parallel(pool, store, [(item,) for item in new.values()])):
+            stored = _parallel(pool, store, [(item,) for item in new.values()])
+            for content_hash, names in zip(new, stored, strict=True):
                 stored[content_hash] = names
-            for record, (_data, digest, checked, _thumb) in zip(chunk, prepared):
+            for record, (_data, digest, checked, _thumb) in zip(chunk, prepared, strict=False):
                 file, thumbnail = stored[digest]
-                rows.append(Image(
-                    dataset=dataset, source_id=record.source_id, file_name=record.file_name[:500], file=file,
-                    thumbnail=thumbnail, content_hash=digest, width=checked.width, height=checked.height,
-                ))
+                rows.append(
+                    Image(
+                        dataset=dataset,
+                        source_id=record.source_id,
+                        file_name=record.file_name[:500],
+                        file=file,
+                        thumbnail=thumbnail,
+                        content_hash=digest,
+                        width=checked.width,
+                        height=checked.height,
+                    )
+                )
         with transaction.atomic():
             for row in Image.objects.bulk_create(rows):
                 created.append(row.pk)
@@ -335,17 +375,20 @@ def _write_captions(*, dataset: Dataset, reader, created: array, progress: Progr
     records = (r for r in reader.iter_captions() if isinstance(r, CaptionRecord))
     for batch in _batches(records, CAPTION_BATCH):
         image_ids = dict(
-            Image.objects.filter(dataset=dataset, source_id__in={r.image_source_id for r in batch})
-            .values_list("source_id", "pk")
+            Image.objects.filter(dataset=dataset, source_id__in={r.image_source_id for r in batch}).values_list(
+                "source_id", "pk"
+            )
         )
         batch = [r for r in batch if r.image_source_id in image_ids]  # the others are out of the split
         existing = set(
-            Caption.objects.filter(dataset=dataset, source_id__in=[r.source_id for r in batch])
-            .values_list("source_id", flat=True)
+            Caption.objects.filter(dataset=dataset, source_id__in=[r.source_id for r in batch]).values_list(
+                "source_id", flat=True
+            )
         )
         rows = [
             Caption(dataset=dataset, image_id=image_ids[r.image_source_id], source_id=r.source_id, text=r.text)
-            for r in batch if r.source_id not in existing
+            for r in batch
+            if r.source_id not in existing
         ]
         with transaction.atomic():
             for row in Caption.objects.bulk_create(rows):
@@ -397,11 +440,15 @@ def _dataset_begin(*, name: str, owner, queued: bool = False) -> tuple[Dataset, 
             raise ApplicationError(f"The dataset {name!r} belongs to another requester.", status=403)
         previous = dataset.status
         if queued and previous == DatasetStatus.IMPORTING:
-            raise ApplicationError(f"The dataset {name!r} is importing already; wait for it to finish "
-                                   "(or retry it from its page if it stopped).", status=409)
+            raise ApplicationError(
+                f"The dataset {name!r} is importing already; wait for it to finish "
+                "(or retry it from its page if it stopped).",
+                status=409,
+            )
         if previous != DatasetStatus.IMPORTING:  # an interrupted import run again from the command resumes
-            check_transition(transitions=DATASET_TRANSITIONS, current=previous, target=DatasetStatus.IMPORTING,
-                             what="dataset")
+            check_transition(
+                transitions=DATASET_TRANSITIONS, current=previous, target=DatasetStatus.IMPORTING, what="dataset"
+            )
         dataset.status = DatasetStatus.IMPORTING
         dataset.report = report
         dataset.images_done = dataset.captions_done = 0
@@ -410,15 +457,21 @@ def _dataset_begin(*, name: str, owner, queued: bool = False) -> tuple[Dataset, 
 
 
 def _dataset_finish(*, dataset: Dataset, status: str, report: dict) -> None:
-    check_transition(transitions=DATASET_TRANSITIONS, current=DatasetStatus.IMPORTING, target=status,
-                     what="dataset")
+    check_transition(transitions=DATASET_TRANSITIONS, current=DatasetStatus.IMPORTING, target=status, what="dataset")
     Dataset.objects.filter(pk=dataset.pk).update(status=status, report=report, updated_at=timezone.now())
     dataset.refresh_from_db()
 
 
-def dataset_import(*, name: str, captions_path: str | Path, images_path: str | Path,
-                   split_path: str | Path | None = None, split: str | None = None, owner=None,
-                   progress: Progress | None = None) -> Dataset:
+def dataset_import(
+    *,
+    name: str,
+    captions_path: str | Path,
+    images_path: str | Path,
+    split_path: str | Path | None = None,
+    split: str | None = None,
+    owner=None,
+    progress: Progress | None = None,
+) -> Dataset:
     """Import images and captions into the dataset `name` (created if missing) and return it.
 
     Captions: COCO caption JSON (`.json`), or plain `.jsonl` / `.csv` (image path, caption). Images: a
@@ -459,8 +512,15 @@ def dataset_import(*, name: str, captions_path: str | Path, images_path: str | P
         raise ApplicationError("The import cannot start: " + "; ".join(offenders.errors), extra=offenders.extra())
 
     dataset, previous = _dataset_begin(name=name, owner=owner)
-    return _dataset_import_files(dataset=dataset, previous=previous, captions_path=captions_path,
-                                 images_path=images_path, split_path=split_path, split=split, progress=progress)
+    return _dataset_import_files(
+        dataset=dataset,
+        previous=previous,
+        captions_path=captions_path,
+        images_path=images_path,
+        split_path=split_path,
+        split=split,
+        progress=progress,
+    )
 
 
 def _clean_name(name: str) -> str:
@@ -470,15 +530,27 @@ def _clean_name(name: str) -> str:
     return name
 
 
-def _dataset_import_files(*, dataset: Dataset, previous: str | None, captions_path: Path, images_path: Path,
-                          split_path: Path | None, split: str | None, progress: Progress | None,
-                          source: dict | None = None) -> Dataset:
+def _dataset_import_files(
+    *,
+    dataset: Dataset,
+    previous: str | None,
+    captions_path: Path,
+    images_path: Path,
+    split_path: Path | None,
+    split: str | None,
+    progress: Progress | None,
+    source: dict | None = None,
+) -> Dataset:
     """The two passes of dataset_import on a dataset already moved to `importing` (see its docstring)."""
     name = dataset.name
     offenders = _Offenders()
     splits = tuple(s.strip() for s in (split or "").split(",") if s.strip())
-    source = source or {"captions": str(captions_path), "images": str(images_path),
-                        "split_file": str(split_path) if split_path else None, "split": list(splits)}
+    source = source or {
+        "captions": str(captions_path),
+        "images": str(images_path),
+        "split_file": str(split_path) if split_path else None,
+        "split": list(splits),
+    }
     failed_status = DatasetStatus.READY if previous == DatasetStatus.READY else DatasetStatus.FAILED
     images = None
     pool = ThreadPoolExecutor(max_workers=max(1, settings.IMPORT_THREADS), thread_name_prefix="dataset-import")
@@ -487,45 +559,78 @@ def _dataset_import_files(*, dataset: Dataset, previous: str | None, captions_pa
             reader = caption_file_for(captions_path)
             images = open_images(images_path)
             split_filter = read_split(split_path, splits) if split_path else None
-            plan = _validate(dataset=dataset, reader=reader, images=images, split_filter=split_filter,
-                             offenders=offenders, progress=progress, pool=pool)
+            plan = _validate(
+                dataset=dataset,
+                reader=reader,
+                images=images,
+                split_filter=split_filter,
+                offenders=offenders,
+                progress=progress,
+                pool=pool,
+            )
         except MalformedFile as exc:
             offenders.add("file", None, exc.path.name, exc.message)
         except ImageProblem as exc:
             offenders.add("file", None, images_path.name, str(exc))
         except BaseException as exc:
-            _dataset_finish(dataset=dataset, status=failed_status, report={
-                "phase": "failed", "source": source, "errors": [f"{type(exc).__name__}: {exc}"]})
+            _dataset_finish(
+                dataset=dataset,
+                status=failed_status,
+                report={"phase": "failed", "source": source, "errors": [f"{type(exc).__name__}: {exc}"]},
+            )
             raise
         if offenders.count:
             message = f"The import of {name!r} was refused: {offenders.count} problem(s), nothing was imported."
-            _dataset_finish(dataset=dataset, status=failed_status,
-                            report={"phase": "refused", "source": source, **offenders.extra()})
+            _dataset_finish(
+                dataset=dataset,
+                status=failed_status,
+                report={"phase": "refused", "source": source, **offenders.extra()},
+            )
             raise ApplicationError(message, extra=offenders.extra())
 
         images_total = plan.images_new + plan.images_unchanged
         captions_total = plan.captions_new + plan.captions_unchanged
         Dataset.objects.filter(pk=dataset.pk).update(
-            images_total=images_total, captions_total=captions_total, images_done=0, captions_done=0,
-            report={"phase": "importing", "source": source}, updated_at=timezone.now(),
+            images_total=images_total,
+            captions_total=captions_total,
+            images_done=0,
+            captions_done=0,
+            report={"phase": "importing", "source": source},
+            updated_at=timezone.now(),
         )
         created_images, created_captions, written = array("q"), array("q"), []
         try:
-            _write_images(dataset=dataset, reader=reader, images=images, split_filter=split_filter,
-                          created=created_images, written=written, progress=progress, total=images_total,
-                          pool=pool)
-            _write_captions(dataset=dataset, reader=reader, created=created_captions, progress=progress,
-                            total=captions_total)
+            _write_images(
+                dataset=dataset,
+                reader=reader,
+                images=images,
+                split_filter=split_filter,
+                created=created_images,
+                written=written,
+                progress=progress,
+                total=images_total,
+                pool=pool,
+            )
+            _write_captions(
+                dataset=dataset, reader=reader, created=created_captions, progress=progress, total=captions_total
+            )
         except BaseException as exc:
             _cleanup(created_images=created_images, created_captions=created_captions, written=written)
             known = isinstance(exc, (ImageProblem, MalformedFile))
             detail = str(exc) if known else f"{type(exc).__name__}: {exc}"
-            _dataset_finish(dataset=dataset, status=failed_status, report={
-                "phase": "failed", "source": source, "errors": [f"import stopped while writing: {detail}"],
-            })
+            _dataset_finish(
+                dataset=dataset,
+                status=failed_status,
+                report={
+                    "phase": "failed",
+                    "source": source,
+                    "errors": [f"import stopped while writing: {detail}"],
+                },
+            )
             if known:
-                raise ApplicationError(f"The import of {name!r} stopped and was undone: {detail}",
-                                       extra={"errors": [detail]}) from exc
+                raise ApplicationError(
+                    f"The import of {name!r} stopped and was undone: {detail}", extra={"errors": [detail]}
+                ) from exc
             raise
     finally:
         pool.shutdown(wait=True)
@@ -624,8 +729,7 @@ def _fail_if_importing(*, dataset_id: int, message: str) -> None:
 def dataset_import_stalled(*, dataset: Dataset) -> bool:
     """Whether `dataset` is importing but has shown no progress for IMPORT_STALE_AFTER (its worker died,
     or its task was lost): such an import can be queued again with dataset_import_retry."""
-    return (dataset.status == DatasetStatus.IMPORTING
-            and dataset.updated_at < timezone.now() - IMPORT_STALE_AFTER)
+    return dataset.status == DatasetStatus.IMPORTING and dataset.updated_at < timezone.now() - IMPORT_STALE_AFTER
 
 
 def dataset_upload(*, name: str, captions, images, split_file=None, split: str | None = None, owner) -> Dataset:
@@ -644,8 +748,10 @@ def dataset_upload(*, name: str, captions, images, split_file=None, split: str |
     same name at once queue one import and refuse the other.
     """
     name = _clean_name(name)
-    files = {"captions": (captions, _upload_suffix(captions, "captions", CAPTION_SUFFIXES)),
-             "images": (images, _upload_suffix(images, "images", (".zip",)))}
+    files = {
+        "captions": (captions, _upload_suffix(captions, "captions", CAPTION_SUFFIXES)),
+        "images": (images, _upload_suffix(images, "images", (".zip",))),
+    }
     if not zipfile.is_zipfile(images):
         raise ApplicationError("The images file is not a zip archive.")
     if split_file is not None:
@@ -660,8 +766,11 @@ def dataset_upload(*, name: str, captions, images, split_file=None, split: str |
     except BaseException as exc:
         # The files are not all there: no task would find them. Say so instead of staying `importing`.
         failed_status = DatasetStatus.READY if previous == DatasetStatus.READY else DatasetStatus.FAILED
-        _dataset_finish(dataset=dataset, status=failed_status, report={
-            "phase": "refused", "errors": [f"the upload could not be stored: {type(exc).__name__}: {exc}"]})
+        _dataset_finish(
+            dataset=dataset,
+            status=failed_status,
+            report={"phase": "refused", "errors": [f"the upload could not be stored: {type(exc).__name__}: {exc}"]},
+        )
         raise
     _import_enqueue(dataset_id=dataset.pk)
     dataset.refresh_from_db()
@@ -691,13 +800,17 @@ def dataset_import_retry(*, dataset: Dataset) -> Dataset:
             return locked
         failed = locked.status == DatasetStatus.FAILED and (locked.report or {}).get("phase") == "failed"
         if not (failed or locked.status == DatasetStatus.IMPORTING):
-            raise ApplicationError("Only an import that failed or stopped making progress can be retried; "
-                                   "a refused one needs corrected files, uploaded again.", status=409)
+            raise ApplicationError(
+                "Only an import that failed or stopped making progress can be retried; "
+                "a refused one needs corrected files, uploaded again.",
+                status=409,
+            )
         if not default_storage.exists(_manifest_name(locked.pk)):
             raise ApplicationError("The uploaded files of this import are gone; upload them again.", status=409)
         if locked.status != DatasetStatus.IMPORTING:
-            check_transition(transitions=DATASET_TRANSITIONS, current=locked.status,
-                             target=DatasetStatus.IMPORTING, what="dataset")
+            check_transition(
+                transitions=DATASET_TRANSITIONS, current=locked.status, target=DatasetStatus.IMPORTING, what="dataset"
+            )
         locked.status = DatasetStatus.IMPORTING
         locked.report = {"phase": "queued"}
         locked.save(update_fields=["status", "report", "updated_at"])
@@ -725,10 +838,13 @@ def _dataset_claim(*, dataset_id: int) -> Dataset | None:
 def _heartbeat(dataset_id: int) -> Progress:
     """Progress of the checking pass into the report (the write pass counts images_done itself); each
     write also moves updated_at, which is what dataset_import_stalled watches."""
+
     def progress(phase: str, done: int, total: int) -> None:
         if phase.startswith("checking"):
             Dataset.objects.filter(pk=dataset_id, status=DatasetStatus.IMPORTING).update(
-                report={"phase": phase, "checked": done}, updated_at=timezone.now())
+                report={"phase": phase, "checked": done}, updated_at=timezone.now()
+            )
+
     return progress
 
 
@@ -748,13 +864,21 @@ def dataset_import_run(*, dataset_id: int) -> str:
         with default_storage.open(_manifest_name(dataset_id), "rb") as handle:
             manifest = json.load(handle)
         with tempfile.TemporaryDirectory(prefix="vericap-import-") as folder:
-            paths = {stem: _local_path(manifest[stem], Path(folder)) if manifest[stem] else None
-                     for stem in ("captions", "images", "split_file")}
+            paths = {
+                stem: _local_path(manifest[stem], Path(folder)) if manifest[stem] else None
+                for stem in ("captions", "images", "split_file")
+            }
             source = {"upload": _upload_folder(dataset_id), "split": manifest["split"]}
-            _dataset_import_files(dataset=dataset, previous=manifest["previous_status"],
-                                  captions_path=paths["captions"], images_path=paths["images"],
-                                  split_path=paths["split_file"], split=manifest["split"] or None,
-                                  progress=_heartbeat(dataset_id), source=source)
+            _dataset_import_files(
+                dataset=dataset,
+                previous=manifest["previous_status"],
+                captions_path=paths["captions"],
+                images_path=paths["images"],
+                split_path=paths["split_file"],
+                split=manifest["split"] or None,
+                progress=_heartbeat(dataset_id),
+                source=source,
+            )
     except ApplicationError:
         _upload_delete(dataset_id)  # refused: the dataset's report names every offender; these files never will
     except Exception as exc:

@@ -67,7 +67,9 @@ def campaign_evaluate(
     method = label_method_resolve(campaign=campaign, method=method)
     labels = eccv_label_map(campaign_id=campaign.pk, method=method, variant=variant)
     if not labels["i2t"] and not labels["t2i"]:
-        raise ApplicationError(f"Campaign {campaign.pk} has no positive {variant} labels to evaluate against.", status=409)
+        raise ApplicationError(
+            f"Campaign {campaign.pk} has no positive {variant} labels to evaluate against.", status=409
+        )
     verified, counts = evaluate(rankings, labels)
     original, _ = evaluate(
         rankings, original_label_map(campaign=campaign, queries=labels), metrics=[f"r{k}" for k in RECALL_KS]
@@ -76,7 +78,12 @@ def campaign_evaluate(
 
 
 def evaluation_create(
-    *, campaign: Campaign, user, name: str, rankings: dict, method: str | None = None,
+    *,
+    campaign: Campaign,
+    user,
+    name: str,
+    rankings: dict,
+    method: str | None = None,
     variant: str = ExportVariant.LENIENT,
 ) -> Evaluation:
     """Score `rankings` and store the result. The caller checked that `user` may read the campaign.
@@ -89,7 +96,11 @@ def evaluation_create(
     outcome = campaign_evaluate(campaign=campaign, rankings=rankings, method=method, variant=variant)
     with transaction.atomic():
         evaluation = Evaluation(
-            campaign=campaign, created_by=user, name=name[:200], variant=outcome["variant"], method=outcome["method"],
+            campaign=campaign,
+            created_by=user,
+            name=name[:200],
+            variant=outcome["variant"],
+            method=outcome["method"],
             results={key: outcome[key] for key in ("verified", "original", "counts")},
         )
         evaluation.full_clean()

@@ -123,9 +123,7 @@ def _pair_kept(alias: str) -> str:
     )
 
 
-def _eccv_sql(
-    *, campaign_id: int, method: str, direction: str, variant: str, merge_original: bool
-) -> tuple[str, list]:
+def _eccv_sql(*, campaign_id: int, method: str, direction: str, variant: str, merge_original: bool) -> tuple[str, list]:
     """SQL yielding (query pk, query source id, target source id) ordered by query, and its parameters.
 
     A removed caption is neither a query nor a positive (verified or added original).
@@ -182,7 +180,9 @@ def eccv_label_map(*, campaign_id: int, method: str, variant: str, merge_origina
     options = {"campaign_id": campaign_id, "method": method, "variant": variant, "merge_original": merge_original}
     with transaction.atomic():
         return {
-            direction: {str(key): [str(t) for t in targets] for key, targets in _eccv_groups(direction=direction, **options)}
+            direction: {
+                str(key): [str(t) for t in targets] for key, targets in _eccv_groups(direction=direction, **options)
+            }
             for direction in ("i2t", "t2i")
         }
 
@@ -214,8 +214,9 @@ class _EccvCopySink:
         return len(data)
 
 
-def _eccv_map_postgres(out: IO[str], *, campaign_id: int, method: str, direction: str, variant: str,
-                       merge_original: bool) -> int:
+def _eccv_map_postgres(
+    out: IO[str], *, campaign_id: int, method: str, direction: str, variant: str, merge_original: bool
+) -> int:
     """PostgreSQL: each query's list is aggregated in SQL and streamed with COPY, the fastest way out.
 
     Same content and order as the portable path: queries in primary-key order, ids sorted, integer-looking
@@ -285,7 +286,8 @@ def _pair_sql() -> str:
         "l.choice, l.score, l.is_positive, l.is_positive_strict, l.confidence, l.answer_count, l.method "
         f"FROM {_t(Label)} l JOIN {_t(Pair)} p ON p.id = l.pair_id "
         f"LEFT JOIN {_t(Image)} i ON i.id = p.image_id LEFT JOIN {_t(Caption)} c ON c.id = p.caption_id "
-        f"LEFT JOIN {_t(Image)} oi ON oi.id = p.other_image_id LEFT JOIN {_t(Caption)} oc ON oc.id = p.other_caption_id "
+        f"LEFT JOIN {_t(Image)} oi ON oi.id = p.other_image_id "
+        f"LEFT JOIN {_t(Caption)} oc ON oc.id = p.other_caption_id "
         f"WHERE p.campaign_id = %s AND l.method = %s AND {_pair_kept('p')} ORDER BY p.id"
     )
 
@@ -341,8 +343,23 @@ def write_jsonl(*, out: IO[str], campaign_id: int, method: str, variant: str = "
     answers = _Follower(_answers_stream(campaign_id))
     count = 0
     for row in _stream(_pair_sql(), [campaign_id, method]):
-        (pair_id, kind, image, caption, other_image, other_caption, is_original, direction,
-         choice, score, is_positive, is_positive_strict, confidence, answer_count, label_method) = row
+        (
+            pair_id,
+            kind,
+            image,
+            caption,
+            other_image,
+            other_caption,
+            is_original,
+            direction,
+            choice,
+            score,
+            is_positive,
+            is_positive_strict,
+            confidence,
+            answer_count,
+            label_method,
+        ) = row
         record = {
             "pair_id": pair_id,
             "kind": kind,
@@ -351,21 +368,38 @@ def write_jsonl(*, out: IO[str], campaign_id: int, method: str, variant: str = "
             "is_original": bool(is_original),
             "stage": direction,
             "provenance": [
-                {"annotator": name, "annotator_kind": annotator_kind, "run": run, "direction": src_direction,
-                 "rank": rank, "score": src_score}
+                {
+                    "annotator": name,
+                    "annotator_kind": annotator_kind,
+                    "run": run,
+                    "direction": src_direction,
+                    "rank": rank,
+                    "score": src_score,
+                }
                 for _, name, annotator_kind, run, src_direction, rank, src_score in sources.take(pair_id)
             ],
             "label": {
-                "method": label_method, "choice": choice or None, "score": score, "is_positive": bool(is_positive),
-                "is_positive_strict": bool(is_positive_strict), "confidence": confidence,
+                "method": label_method,
+                "choice": choice or None,
+                "score": score,
+                "is_positive": bool(is_positive),
+                "is_positive_strict": bool(is_positive_strict),
+                "confidence": confidence,
                 "answer_count": answer_count,
             },
             "answers": [
-                {"worker": pseudonym, "choice": a_choice or None, "score": a_score,
-                 "shortcomings": _json_list(shortcomings), "wrong_aspects": _json_list(wrong_aspects),
-                 "comment": comment, "seconds_spent": seconds}
-                for _, pseudonym, a_choice, a_score, shortcomings, wrong_aspects, comment, seconds, _ in
-                answers.take(pair_id)
+                {
+                    "worker": pseudonym,
+                    "choice": a_choice or None,
+                    "score": a_score,
+                    "shortcomings": _json_list(shortcomings),
+                    "wrong_aspects": _json_list(wrong_aspects),
+                    "comment": comment,
+                    "seconds_spent": seconds,
+                }
+                for _, pseudonym, a_choice, a_score, shortcomings, wrong_aspects, comment, seconds, _ in answers.take(
+                    pair_id
+                )
             ],
         }
         if other_image is not None:
@@ -385,7 +419,9 @@ def _cxc_header(campaign_direction: str) -> list[str]:
     return ["caption", "image", "agg_score", "sampling_method"]
 
 
-def write_cxc_csv(*, out: IO[str], campaign_id: int, method: str, variant: str = "", merge_original: bool = False) -> int:
+def write_cxc_csv(
+    *, out: IO[str], campaign_id: int, method: str, variant: str = "", merge_original: bool = False
+) -> int:
     """Crisscrossed Captions CSV: the pair's two ids, the aggregated 0-5 score, how the pair was sampled.
 
     sampling_method is `original` for a dataset pair, else `<stage>:<annotator>+<annotator>` (the models
@@ -478,7 +514,11 @@ def export_create(
     method = label_method_resolve(campaign=campaign, method=method)
     with transaction.atomic():
         job = ExportJob(
-            campaign=campaign, created_by=user, format=format, variant=variant, method=method,
+            campaign=campaign,
+            created_by=user,
+            format=format,
+            variant=variant,
+            method=method,
             merge_original=merge_original,
         )
         job.full_clean()
@@ -505,12 +545,17 @@ def export_run(*, export_id: int) -> ExportJob:
     try:
         with tempfile.TemporaryFile() as spool:
             rows = labels_write(
-                out=spool, campaign_id=job.campaign_id, format=job.format, method=job.method,
-                variant=job.variant, merge_original=job.merge_original,
+                out=spool,
+                campaign_id=job.campaign_id,
+                format=job.format,
+                method=job.method,
+                variant=job.variant,
+                merge_original=job.merge_original,
             )
             size = spool.tell()
             spool.seek(0)
-            name = f"exports/campaign-{job.campaign_id}/export-{job.pk}-{job.format}-{job.variant}.{FILE_SUFFIX[job.format]}"
+            suffix = FILE_SUFFIX[job.format]
+            name = f"exports/campaign-{job.campaign_id}/export-{job.pk}-{job.format}-{job.variant}.{suffix}"
             job.file.save(name, File(spool), save=False)
     except Exception as error:  # recorded on the job for the person, logged for the operator
         logger.exception("Export %s failed", job.pk)
@@ -559,7 +604,8 @@ def _pg_select_sql() -> str:
         "l.confidence, l.answer_count, l.updated_at "
         f"FROM {_t(Label)} l JOIN {_t(Pair)} p ON p.id = l.pair_id "
         f"LEFT JOIN {_t(Image)} i ON i.id = p.image_id LEFT JOIN {_t(Caption)} c ON c.id = p.caption_id "
-        f"LEFT JOIN {_t(Image)} oi ON oi.id = p.other_image_id LEFT JOIN {_t(Caption)} oc ON oc.id = p.other_caption_id "
+        f"LEFT JOIN {_t(Image)} oi ON oi.id = p.other_image_id "
+        f"LEFT JOIN {_t(Caption)} oc ON oc.id = p.other_caption_id "
         f"WHERE p.campaign_id = %s AND l.method = %s AND {_pair_kept('p')}"
     )
 
@@ -659,7 +705,8 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
     The first export of a campaign's labels is a plain COPY into the table. Later ones COPY into a temporary
     table and upsert from it: an UPDATE of the rows whose values changed (unchanged rows are not rewritten),
     an INSERT of the new keys (campaign_id, pair_id, method) and a DELETE of this campaign's rows whose labels
-    are gone or whose caption was removed since (a confirmed CleanupProposal), all in one transaction of the target: re-running updates rather than duplicates, and a failed
+    are gone or whose caption was removed since (a confirmed CleanupProposal), all in one transaction of the
+    target: re-running updates rather than duplicates, and a failed
     run leaves the table as it was. Takes LOCK TABLE ... IN SHARE ROW EXCLUSIVE MODE on the target table
     (concurrent exports into one table run one after the other, and UPDATE-then-INSERT cannot race). Rows
     stream through a bounded queue between the two connections, so memory does not grow with the labels.
@@ -688,7 +735,8 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                     pgsql.SQL("CREATE TABLE IF NOT EXISTS {} ({}, PRIMARY KEY ({}))").format(
                         identifier,
                         pgsql.SQL(", ").join(
-                            pgsql.SQL("{} {}").format(pgsql.Identifier(name), pgsql.SQL(kind)) for name, kind in PG_COLUMNS
+                            pgsql.SQL("{} {}").format(pgsql.Identifier(name), pgsql.SQL(kind))
+                            for name, kind in PG_COLUMNS
                         ),
                         key,
                     )
@@ -696,14 +744,17 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                 # One export into a table at a time (a second waits), so the empty check below stays true.
                 cursor.execute(pgsql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(identifier))
                 cursor.execute(
-                    pgsql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE campaign_id = %s AND method = %s)").format(identifier),
+                    pgsql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE campaign_id = %s AND method = %s)").format(
+                        identifier
+                    ),
                     [campaign.pk, method],
                 )
                 if not cursor.fetchone()[0]:
                     # First export of these labels: a plain COPY straight into the table.
                     cursor.copy_expert(
                         pgsql.SQL("COPY {} ({}) FROM STDIN").format(identifier, columns).as_string(target),
-                        _ChunkReader(chunks), size=1 << 18,
+                        _ChunkReader(chunks),
+                        size=1 << 18,
                     )
                     outcome["inserted"], outcome["updated"], outcome["deleted"] = cursor.rowcount, 0, 0
                     target.commit()
@@ -711,7 +762,8 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                 cursor.execute(
                     pgsql.SQL("CREATE TEMP TABLE vericap_labels_in ({}) ON COMMIT DROP").format(
                         pgsql.SQL(", ").join(
-                            pgsql.SQL("{} {}").format(pgsql.Identifier(name), pgsql.SQL(kind)) for name, kind in PG_COLUMNS
+                            pgsql.SQL("{} {}").format(pgsql.Identifier(name), pgsql.SQL(kind))
+                            for name, kind in PG_COLUMNS
                         )
                     )
                 )
@@ -731,9 +783,12 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                         "UPDATE {t} t SET {sets} FROM vericap_labels_in n WHERE {same_key} "
                         "AND ({tc}) IS DISTINCT FROM ({nc})"  # unchanged rows are not rewritten
                     ).format(
-                        t=identifier, same_key=same_key,
+                        t=identifier,
+                        same_key=same_key,
                         sets=pgsql.SQL(", ").join(
-                            pgsql.SQL("{0} = n.{0}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS if n not in PG_KEY
+                            pgsql.SQL("{0} = n.{0}").format(pgsql.Identifier(n))
+                            for n, _ in PG_COLUMNS
+                            if n not in PG_KEY
                         ),
                         tc=pgsql.SQL(", ").join(pgsql.SQL("t.{}").format(pgsql.Identifier(n)) for n, _ in PG_COLUMNS),
                         nc=incoming,
@@ -745,7 +800,9 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                         "INSERT INTO {t} ({c}) SELECT {nc} FROM vericap_labels_in n "
                         "WHERE NOT EXISTS (SELECT 1 FROM {t} t WHERE {same_key})"
                     ).format(
-                        t=identifier, c=columns, same_key=same_key,
+                        t=identifier,
+                        c=columns,
+                        same_key=same_key,
                         nc=incoming,
                     )
                 )
@@ -790,7 +847,9 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
             raise ApplicationError(f"The target database refused the labels: {str(error).strip()}") from None
         raise error
     return {
-        "table": table, "method": method, "rows": produced,
+        "table": table,
+        "method": method,
+        "rows": produced,
         **{change: outcome.get(change, 0) for change in ("inserted", "updated", "deleted")},
     }
 

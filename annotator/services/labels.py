@@ -38,7 +38,10 @@ def _aggregate(method: str, votes: list[Vote]):
         return majority_vote(votes)
     if method == AggregationMethod.GOLD_WEIGHTED:
         worker_ids = {vote.worker_id for vote in votes}
-        gold = {pk: (c, t) for pk, c, t in Worker.objects.filter(pk__in=worker_ids).values_list("pk", "gold_correct", "gold_total")}
+        gold = {
+            pk: (c, t)
+            for pk, c, t in Worker.objects.filter(pk__in=worker_ids).values_list("pk", "gold_correct", "gold_total")
+        }
         return gold_weighted_vote(votes, gold=gold)
     if method == AggregationMethod.DAWID_SKENE:
         return dawid_skene(votes)
@@ -94,11 +97,21 @@ def labels_aggregate(*, campaign: Campaign, method: str | None = None) -> dict:
                 batch_size=2000,
                 update_conflicts=True,
                 unique_fields=["pair", "method"],
-                update_fields=["choice", "score", "is_positive", "is_positive_strict", "confidence", "answer_count", "updated_at"],
+                update_fields=[
+                    "choice",
+                    "score",
+                    "is_positive",
+                    "is_positive_strict",
+                    "confidence",
+                    "answer_count",
+                    "updated_at",
+                ],
             )
         report["labels"][str(name)] = len(rows)
         if name == primary:
-            low_confidence = {pair_id for pair_id, label in labels.items() if label.confidence < campaign.confidence_threshold}
+            low_confidence = {
+                pair_id for pair_id, label in labels.items() if label.confidence < campaign.confidence_threshold
+            }
     if low_confidence and campaign.extra_assignment_cap > 0:
         report["extra_assignments"] = hits_request_extra_assignment(campaign=campaign, pair_ids=low_confidence)
     return report
@@ -112,7 +125,9 @@ def hits_request_extra_assignment(*, campaign: Campaign, pair_ids: set[int]) -> 
     """
     cap = campaign.redundancy + campaign.extra_assignment_cap
     hit_ids = set(
-        HitItem.objects.filter(hit__campaign=campaign, pair_id__in=pair_ids, role="candidate").values_list("hit_id", flat=True)
+        HitItem.objects.filter(hit__campaign=campaign, pair_id__in=pair_ids, role="candidate").values_list(
+            "hit_id", flat=True
+        )
     )
     raised = 0
     for hit_id in sorted(hit_ids):
@@ -124,7 +139,8 @@ def hits_request_extra_assignment(*, campaign: Campaign, pair_ids: set[int]) -> 
             if approved < hit.assignments_required:
                 continue
             Hit.objects.filter(pk=hit_id).update(
-                assignments_required=F("assignments_required") + 1, status=HitStatus.OPEN, has_room=True)
+                assignments_required=F("assignments_required") + 1, status=HitStatus.OPEN, has_room=True
+            )
             raised += 1
     return raised
 
@@ -146,9 +162,11 @@ def campaigns_aggregate_stale(*, limit: int = 20) -> list[int]:
         )["t"]
         if last_decision is None:
             continue
-        last_label = Label.objects.filter(pair__campaign=campaign).exclude(method=AggregationMethod.EXTERNAL).aggregate(
-            t=Max("updated_at")
-        )["t"]
+        last_label = (
+            Label.objects.filter(pair__campaign=campaign)
+            .exclude(method=AggregationMethod.EXTERNAL)
+            .aggregate(t=Max("updated_at"))["t"]
+        )
         if last_label is not None and last_label >= last_decision:
             continue
         labels_aggregate(campaign=campaign)

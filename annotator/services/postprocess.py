@@ -34,9 +34,17 @@ from annotator.models import (
 # Phrases of captions written by people who saw no picture or did not describe it (ECCV App. C.1 list).
 NOT_DESCRIPTION_PATTERNS = [
     (re.compile(r"\b(no|not an?|any)\s+(image|picture|photo)s?\b", re.I), "says there is no image"),
-    (re.compile(r"\b(unable|can ?not|can'?t|cant|could ?n[o']?t)\s+(to\s+)?(see|view|load|tell)\b", re.I), "says it cannot see"),
-    (re.compile(r"\b(blank|empty)\s+(image|picture|page|screen)|\bis\s+(a\s+)?blank\b|\ba blank(\s+every|\s*[.!?]|\s*$)", re.I),
-     "mentions a blank image"),
+    (
+        re.compile(r"\b(unable|can ?not|can'?t|cant|could ?n[o']?t)\s+(to\s+)?(see|view|load|tell)\b", re.I),
+        "says it cannot see",
+    ),
+    (
+        re.compile(
+            r"\b(blank|empty)\s+(image|picture|page|screen)|\bis\s+(a\s+)?blank\b|\ba blank(\s+every|\s*[.!?]|\s*$)",
+            re.I,
+        ),
+        "mentions a blank image",
+    ),
     (re.compile(r"^\s*(why|what|how|where|who)\b.*\b(i|my|me|you)\b", re.I), "a question to someone"),
     (re.compile(r"\b(this|the)\s+(hit|task|page)\b", re.I), "talks about the task"),
     (re.compile(r"\b(i|my|me)\b\s", re.I), "first person"),
@@ -200,8 +208,15 @@ def _parse_eccv_json(text: str) -> list[dict]:
                     continue
                 seen.add(pair)
                 rows.append(
-                    {"image": pair[0], "caption": pair[1], "score": None, "is_positive": True,
-                     "is_positive_strict": False, "confidence": 1.0, "note": direction}
+                    {
+                        "image": pair[0],
+                        "caption": pair[1],
+                        "score": None,
+                        "is_positive": True,
+                        "is_positive_strict": False,
+                        "confidence": 1.0,
+                        "note": direction,
+                    }
                 )
     return rows
 
@@ -291,8 +306,16 @@ def labels_import_external(*, campaign: Campaign, content: bytes | str, fmt: str
             batch_size=2000,
             update_conflicts=True,
             unique_fields=["pair", "method"],
-            update_fields=["choice", "score", "is_positive", "is_positive_strict", "confidence", "answer_count",
-                           "source", "updated_at"],
+            update_fields=[
+                "choice",
+                "score",
+                "is_positive",
+                "is_positive_strict",
+                "confidence",
+                "answer_count",
+                "source",
+                "updated_at",
+            ],
         )
     return {
         "rows": len(rows),

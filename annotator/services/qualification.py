@@ -84,7 +84,7 @@ def _clean_qualification_answer(*, campaign: Campaign, value) -> str | float:
         try:
             score = float(value)
         except (TypeError, ValueError):
-            raise ApplicationError("Every rating must be a number from 0 to 5.")
+            raise ApplicationError("Every rating must be a number from 0 to 5.") from None
         if not math.isfinite(score) or not 0 <= score <= 5:
             raise ApplicationError("Every rating must be a number from 0 to 5.")
         return score

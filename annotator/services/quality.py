@@ -28,6 +28,7 @@ from annotator.models import (
     Answer,
     Assignment,
     AssignmentStatus,
+    Campaign,
     GoldFailAction,
     Hit,
     HitItem,
@@ -192,7 +193,9 @@ def gold_pairs_disputed(*, campaign, pair_ids=None, exclude_assignment_id=None) 
     min_answers = getattr(settings, "QUALITY_GOLD_DISPUTE_MIN_ANSWERS", 5)
     share = getattr(settings, "QUALITY_GOLD_DISPUTE_SHARE", 0.5)
     answers = (
-        Answer.objects.filter(item__hit__campaign=campaign, item__role__in=GOLD_ROLES, assignment__scored_at__isnull=False)
+        Answer.objects.filter(
+            item__hit__campaign=campaign, item__role__in=GOLD_ROLES, assignment__scored_at__isnull=False
+        )
         .exclude(assignment__worker__blocked=True)
         .exclude(assignment__worker__soft_blocked=True)
         .select_related("item", "assignment")
@@ -317,9 +320,9 @@ def assignment_peer_agreement(*, assignment: Assignment) -> tuple[int, int]:
         HitItem.objects.filter(hit_id=assignment.hit_id, role=ItemRole.CANDIDATE).values_list("pk", "pair_id")
     )
     own = {}
-    for item_id, choice, score in Answer.objects.filter(assignment=assignment, item_id__in=list(pair_of_item)).values_list(
-        "item_id", "choice", "score"
-    ):
+    for item_id, choice, score in Answer.objects.filter(
+        assignment=assignment, item_id__in=list(pair_of_item)
+    ).values_list("item_id", "choice", "score"):
         verdict = _verdict(choice, score, campaign.scale)
         if verdict is not None:
             own[pair_of_item[item_id]] = verdict
@@ -458,13 +461,11 @@ def assignments_flag_pending(*, worker_id: int, flag: str = FLAG_LOW_TRUST) -> i
     return flagged
 
 
-def campaign_quality_policy_update(*, campaign, actor, tolerated_gold_misses: int) -> "Campaign":
+def campaign_quality_policy_update(*, campaign, actor, tolerated_gold_misses: int) -> Campaign:
     """Set the campaign's tolerance for gold misses from trusted workers (0 = any miss goes to review).
 
     Applies to assignments scored from now on. Locks the Campaign row; idempotent.
     """
-    from annotator.models import Campaign
-
     try:
         misses = int(tolerated_gold_misses)
     except (TypeError, ValueError):

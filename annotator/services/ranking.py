@@ -74,9 +74,7 @@ def annotator_register(
     return existing
 
 
-def ranking_run_start(
-    *, dataset: Dataset, annotator: MachineAnnotator, top_k: int = 25, created_by=None
-) -> RankingRun:
+def ranking_run_start(*, dataset: Dataset, annotator: MachineAnnotator, top_k: int = 25, created_by=None) -> RankingRun:
     """Create a RankingRun of `annotator` over `dataset` and enqueue it on the `gpu` queue after commit.
 
     Locks the annotator row (SELECT ... FOR UPDATE) so two concurrent starts serialise; while a run of the
@@ -91,17 +89,19 @@ def ranking_run_start(
     if not 1 <= top_k <= MAX_TOP_K:
         raise ApplicationError(f"top_k must be between 1 and {MAX_TOP_K}.")
     if annotator.kind not in RANKABLE_KINDS:
-        raise ApplicationError(f"Annotator {annotator.name} ({annotator.kind}) cannot rank; it is an imported label set.")
+        raise ApplicationError(
+            f"Annotator {annotator.name} ({annotator.kind}) cannot rank; it is an imported label set."
+        )
     if dataset.status != DatasetStatus.READY:
-        raise ApplicationError(f"Dataset {dataset.name} is {dataset.status}; rank it once its import is ready.", status=409)
+        raise ApplicationError(
+            f"Dataset {dataset.name} is {dataset.status}; rank it once its import is ready.", status=409
+        )
     if not dataset.images.exists() or not dataset.captions.exists():
         raise ApplicationError(f"Dataset {dataset.name} has no images or no captions to rank.")
     with transaction.atomic():
         MachineAnnotator.objects.select_for_update().get(pk=annotator.pk)
         active = (
-            RankingRun.objects.filter(
-                dataset=dataset, annotator=annotator, top_k=top_k, status__in=ACTIVE_RUN_STATUSES
-            )
+            RankingRun.objects.filter(dataset=dataset, annotator=annotator, top_k=top_k, status__in=ACTIVE_RUN_STATUSES)
             .order_by("created_at")
             .first()
         )
@@ -129,7 +129,9 @@ def ranking_run_cancel(*, run: RankingRun) -> RankingRun:
         locked = RankingRun.objects.select_for_update().get(pk=run.pk)
         if locked.status == RunStatus.CANCELLED:
             return locked
-        check_transition(transitions=RUN_TRANSITIONS, current=locked.status, target=RunStatus.CANCELLED, what="ranking run")
+        check_transition(
+            transitions=RUN_TRANSITIONS, current=locked.status, target=RunStatus.CANCELLED, what="ranking run"
+        )
         locked.status = RunStatus.CANCELLED
         locked.finished_at = timezone.now()
         locked.save(update_fields=["status", "finished_at"])
@@ -146,7 +148,9 @@ def ranking_run_retry(*, run: RankingRun) -> RankingRun:
         locked = RankingRun.objects.select_for_update().get(pk=run.pk)
         if locked.status == RunStatus.QUEUED:
             return locked
-        check_transition(transitions=RUN_TRANSITIONS, current=locked.status, target=RunStatus.QUEUED, what="ranking run")
+        check_transition(
+            transitions=RUN_TRANSITIONS, current=locked.status, target=RunStatus.QUEUED, what="ranking run"
+        )
         if locked.status == RunStatus.RUNNING:
             raise ApplicationError("This run is running; cancel it first.", status=409)
         locked.status = RunStatus.QUEUED

@@ -71,19 +71,20 @@ def worker_signup(*, username: str, password: str, email: str = "", invite_code:
         )
     User = get_user_model()
     if User.objects.filter(username__iexact=username).exists():
-        raise ApplicationError("That user name is taken.", extra={"field": "username"})
+        raise ApplicationError("That user name is taken.", extra={"field": "username"}) from None
     candidate = User(username=username, email=(email or "").strip())
     try:
         password_validation.validate_password(password, user=candidate)
     except ValidationError as error:
-        raise ApplicationError(" ".join(error.messages), extra={"field": "password", "errors": error.messages})
+        extra = {"field": "password", "errors": error.messages}
+        raise ApplicationError(" ".join(error.messages), extra=extra) from error
     try:
         with transaction.atomic():
             user = User.objects.create_user(username=username, email=candidate.email, password=password)
             Profile.objects.create(user=user, role=Role.WORKER)
             return Worker.objects.create(user=user, pseudonym=_new_pseudonym())
     except IntegrityError:
-        raise ApplicationError("That user name is taken.", extra={"field": "username"})
+        raise ApplicationError("That user name is taken.", extra={"field": "username"}) from None
 
 
 def worker_set_auto_accept(*, worker: Worker, enabled: bool) -> Worker:

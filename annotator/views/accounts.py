@@ -16,15 +16,21 @@ from annotator.views.access import user_role
 
 
 class SignupForm(forms.Form):
-    username = forms.CharField(label="User name", max_length=150,
-                               widget=forms.TextInput(attrs={"autocomplete": "username", "autofocus": True}))
-    email = forms.EmailField(label="Email (optional)", required=False,
-                             widget=forms.EmailInput(attrs={"autocomplete": "email"}))
-    password = forms.CharField(label="Password", strip=False,
-                               widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
-                               help_text="At least 8 characters, not a common password.")
-    password_again = forms.CharField(label="Password again", strip=False,
-                                     widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}))
+    username = forms.CharField(
+        label="User name", max_length=150, widget=forms.TextInput(attrs={"autocomplete": "username", "autofocus": True})
+    )
+    email = forms.EmailField(
+        label="Email (optional)", required=False, widget=forms.EmailInput(attrs={"autocomplete": "email"})
+    )
+    password = forms.CharField(
+        label="Password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text="At least 8 characters, not a common password.",
+    )
+    password_again = forms.CharField(
+        label="Password again", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
+    )
     invite_code = forms.CharField(label="Invite code", required=False, max_length=200)
 
     def clean(self):

@@ -92,7 +92,9 @@ class RunField(forms.ModelMultipleChoiceField):
 
 class CampaignForm(forms.ModelForm):
     dataset = forms.ModelChoiceField(queryset=Dataset.objects.none())
-    runs = RunField(queryset=RankingRun.objects.none(), widget=RunChoices, help_text="Succeeded ranking runs of the dataset.")
+    runs = RunField(
+        queryset=RankingRun.objects.none(), widget=RunChoices, help_text="Succeeded ranking runs of the dataset."
+    )
 
     class Meta:
         model = Campaign
@@ -158,7 +160,13 @@ def campaign_detail(request, campaign_id: int):
     if stats:
         overlap = stats["overlap"]
         overlap_rows = [
-            (name, [(overlap["both"][i][j], overlap["either"][i][j], overlap["jaccard"][i][j]) for j in range(len(overlap["runs"]))])
+            (
+                name,
+                [
+                    (overlap["both"][i][j], overlap["either"][i][j], overlap["jaccard"][i][j])
+                    for j in range(len(overlap["runs"]))
+                ],
+            )
             for i, name in enumerate(overlap["names"])
         ]
     stalled = campaign_build_stalled(campaign=campaign)
@@ -167,7 +175,9 @@ def campaign_detail(request, campaign_id: int):
         "stalled": stalled,
         "stats": stats,
         "runs": runs,
-        "addable_runs": addable if campaign.status in (CampaignStatus.BUILT, CampaignStatus.LIVE, CampaignStatus.PAUSED) else [],
+        "addable_runs": addable
+        if campaign.status in (CampaignStatus.BUILT, CampaignStatus.LIVE, CampaignStatus.PAUSED)
+        else [],
         "overlap_rows": overlap_rows,
         "stages": campaign.build_report.get("stages", []),
         "scale": campaign_scale(campaign=campaign),

@@ -30,8 +30,9 @@ class DatasetImportForm(forms.Form):
     captions = forms.FileField(label="Captions file", help_text="COCO caption JSON (.json), .jsonl or .csv")
     images = forms.FileField(label="Images (.zip)", help_text="A zip of the image files the captions name")
     split_file = forms.FileField(label="Karpathy split file (optional)", required=False)
-    split = forms.CharField(label="Split(s) to keep (optional)", required=False, max_length=100,
-                            help_text="e.g. test, or train,restval")
+    split = forms.CharField(
+        label="Split(s) to keep (optional)", required=False, max_length=100, help_text="e.g. test, or train,restval"
+    )
 
     def clean(self):
         data = super().clean()
@@ -68,8 +69,14 @@ def dataset_upload_submit(request):
         return render(request, "datasets/list.html", _list_context(request, form=form), status=400)
     data = form.cleaned_data
     try:
-        dataset = dataset_upload(name=data["name"], captions=data["captions"], images=data["images"],
-                                 split_file=data["split_file"], split=data["split"] or None, owner=request.user)
+        dataset = dataset_upload(
+            name=data["name"],
+            captions=data["captions"],
+            images=data["images"],
+            split_file=data["split_file"],
+            split=data["split"] or None,
+            owner=request.user,
+        )
     except ApplicationError as error:
         context = _list_context(request, form=form, import_errors={"message": error.message, **error.extra})
         return render(request, "datasets/list.html", context, status=error.status)
@@ -82,8 +89,11 @@ def _import_message(request, dataset) -> None:
     if dataset.status == "importing":
         messages.info(request, f"{dataset.name} is importing; this page follows it.")
     elif report.get("phase") == "done":  # Celery ran it at once (the embedded default)
-        messages.success(request, f"Imported {report['images_created']} images and {report['captions_created']} "
-                                  f"captions into {dataset.name}.")
+        messages.success(
+            request,
+            f"Imported {report['images_created']} images and {report['captions_created']} "
+            f"captions into {dataset.name}.",
+        )
 
 
 @role_required(Role.REQUESTER)
@@ -112,15 +122,19 @@ def dataset_detail(request, dataset_id: int):
         raise Http404("No such dataset.") from None
     page = Paginator(dataset_images_with_captions(dataset=dataset), IMAGES_PER_PAGE).get_page(request.GET.get("page"))
     report = dataset.report or {}
-    return render(request, "datasets/detail.html", {
-        "dataset": dataset,
-        "progress": dataset_progress(dataset=dataset),
-        "page": page,
-        "report": report,
-        "stalled": dataset_import_stalled(dataset=dataset),
-        "errors": report.get("errors", [])[:200],
-        "duplicates": report.get("duplicates", [])[:50],
-    })
+    return render(
+        request,
+        "datasets/detail.html",
+        {
+            "dataset": dataset,
+            "progress": dataset_progress(dataset=dataset),
+            "page": page,
+            "report": report,
+            "stalled": dataset_import_stalled(dataset=dataset),
+            "errors": report.get("errors", [])[:200],
+            "duplicates": report.get("duplicates", [])[:50],
+        },
+    )
 
 
 urlpatterns = [

@@ -82,7 +82,9 @@ def dataset_ranking(request, dataset_id: int):
 
 def _back(request, fallback: str):
     target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         return redirect(target)
     return redirect(fallback)
 
@@ -104,7 +106,9 @@ def ranking_start(request, dataset_id: int):
             annotator = MachineAnnotator.objects.get(pk=int(choice))
         except (ValueError, MachineAnnotator.DoesNotExist):
             raise ApplicationError("Choose an annotator from the list.") from None
-    run = ranking_run_start(dataset=dataset, annotator=annotator, top_k=request.POST.get("top_k", 25), created_by=request.user)
+    run = ranking_run_start(
+        dataset=dataset, annotator=annotator, top_k=request.POST.get("top_k", 25), created_by=request.user
+    )
     messages.success(request, f"Ranking with {annotator.name}: run {run.pk} is {run.get_status_display().lower()}.")
     return redirect("ranking-run", run_id=run.pk)
 

@@ -48,7 +48,10 @@ def _campaign(request, campaign_id: int):
 
 def _assignment(request, assignment_id: int) -> Assignment:
     assignment = Assignment.objects.select_related("hit__campaign", "worker").filter(pk=assignment_id).first()
-    if assignment is None or not campaigns_for_requester(user=request.user).filter(pk=assignment.hit.campaign_id).exists():
+    if (
+        assignment is None
+        or not campaigns_for_requester(user=request.user).filter(pk=assignment.hit.campaign_id).exists()
+    ):
         raise Http404("No such assignment.")
     return assignment
 
@@ -121,9 +124,7 @@ def review_bulk(request, campaign_id: int):
         ids = sorted({int(value) for value in request.POST.getlist("assignment")})
     except ValueError:
         raise ApplicationError("The selection is not valid.") from None
-    allowed = set(
-        Assignment.objects.filter(pk__in=ids, hit__campaign=campaign).values_list("pk", flat=True)
-    )
+    allowed = set(Assignment.objects.filter(pk__in=ids, hit__campaign=campaign).values_list("pk", flat=True))
     if set(ids) - allowed:
         raise ApplicationError("Some selected assignments are not part of this campaign.", status=404)
     decision = request.POST.get("decision")
@@ -235,7 +236,10 @@ def cleanup_import(request, campaign_id: int):
     if upload.size > MAX_IMPORT_BYTES:
         raise ApplicationError(f"The file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB.", status=413)
     report = labels_import_external(
-        campaign=campaign, content=upload.read(), fmt=request.POST.get("format", ""), source=request.POST.get("source", "")
+        campaign=campaign,
+        content=upload.read(),
+        fmt=request.POST.get("format", ""),
+        source=request.POST.get("source", ""),
     )
     messages.success(
         request,

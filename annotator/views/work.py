@@ -55,12 +55,30 @@ SESSION_MTURK_VERIFIED_KEEP = 20
 # wording of each point (its Table 2) comes from annotator/scales.py and is shown in the instructions and as a
 # tooltip. No number is shown.
 SLIDER_LABELS = {
-    "image_caption": ["Completely unmatched", "Thematically matched", "Share some details", "Roughly matched",
-                      "Mostly matched", "Perfectly matched"],
-    "caption_caption": ["On different topics", "Same topic only", "Share some details", "Roughly equivalent",
-                        "Mostly equivalent", "Completely equivalent"],
-    "image_image": ["Completely dissimilar", "Not equivalent", "Partially similar", "Roughly equivalent",
-                    "Mostly equivalent", "Completely equivalent"],
+    "image_caption": [
+        "Completely unmatched",
+        "Thematically matched",
+        "Share some details",
+        "Roughly matched",
+        "Mostly matched",
+        "Perfectly matched",
+    ],
+    "caption_caption": [
+        "On different topics",
+        "Same topic only",
+        "Share some details",
+        "Roughly equivalent",
+        "Mostly equivalent",
+        "Completely equivalent",
+    ],
+    "image_image": [
+        "Completely dissimilar",
+        "Not equivalent",
+        "Partially similar",
+        "Roughly equivalent",
+        "Mostly equivalent",
+        "Completely equivalent",
+    ],
 }
 
 
@@ -161,8 +179,12 @@ def work_home(request):
 def work_auto_accept(request):
     enabled = request.POST.get("enabled") in ("1", "on", "true")
     worker_set_auto_accept(worker=request.worker, enabled=enabled)
-    messages.success(request, "The next HIT will open by itself after each submit." if enabled
-                     else "After each submit you go back to your page.")
+    messages.success(
+        request,
+        "The next HIT will open by itself after each submit."
+        if enabled
+        else "After each submit you go back to your page.",
+    )
     return redirect("work_home")
 
 
@@ -229,10 +251,11 @@ def work_qualification(request, campaign_id: int):
     status = 200
     error = None
     if request.method == "POST":
-        answers = {key[len("q-"):]: value for key, value in request.POST.items() if key.startswith("q-")}
+        answers = {key[len("q-") :]: value for key, value in request.POST.items() if key.startswith("q-")}
         try:
-            attempt = qualification_services.qualification_submit(attempt=attempt, worker=request.worker,
-                                                                  answers=answers)
+            attempt = qualification_services.qualification_submit(
+                attempt=attempt, worker=request.worker, answers=answers
+            )
         except ApplicationError as exc:
             error, status = exc.message, exc.status
         else:
@@ -240,11 +263,15 @@ def work_qualification(request, campaign_id: int):
                 messages.success(request, f"You passed the test ({attempt.score:.0%}). You can start working.")
                 target = request.GET.get("next", "")
                 if target.startswith("/mturk/") and url_has_allowed_host_and_scheme(
-                        target, allowed_hosts={request.get_host()}):
+                    target, allowed_hosts={request.get_host()}
+                ):
                     return redirect(target)  # back to the MTurk HIT the worker accepted
                 return redirect("work_campaign", campaign_id=campaign.pk)
-            messages.error(request, f"Not passed this time ({attempt.score:.0%}, {campaign.qualification_pass_mark:.0%}"
-                                    f" needed). You can try again in {campaign.qualification_cooldown_minutes} minutes.")
+            messages.error(
+                request,
+                f"Not passed this time ({attempt.score:.0%}, {campaign.qualification_pass_mark:.0%}"
+                f" needed). You can try again in {campaign.qualification_cooldown_minutes} minutes.",
+            )
             return redirect("work_campaign", campaign_id=campaign.pk)
     items = _qualification_items(attempt)
     if request.method == "POST":  # keep what the worker already chose when something was missing
@@ -268,8 +295,10 @@ def _scale_context(campaign: Campaign) -> dict:
     return {
         "similarity": campaign.scale == Scale.SIMILARITY,
         "followups": campaign.rationale_followups and campaign.scale == Scale.FOUR_CHOICE,
-        "choices": [{"value": value, "label": label, "key": number} for number, (value, label)
-                    in enumerate(Choice.choices, start=1)],
+        "choices": [
+            {"value": value, "label": label, "key": number}
+            for number, (value, label) in enumerate(Choice.choices, start=1)
+        ],
         "shortcomings": [{"value": value, "label": label} for value, label in Shortcoming.choices],
         "aspects": [{"value": value, "label": label} for value, label in WrongAspect.choices],
         "needs_reasons": ["partially_yes", "mostly_no"],
@@ -286,17 +315,20 @@ def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: 
         # What is checked and shown is worked out here once: the template only prints it (the page has
         # 18 items x up to 18 inputs, and template lookups are the page's main cost).
         # Numbers go to the template as strings: an int is localized on every {{ }} (about 250 a page).
-        rows.append({
-            **item,
-            "number": str(len(rows) + 1),
-            "saved": saved,
-            "choice_rows": [(c["value"], c["label"], str(c["key"]), saved.get("choice") == c["value"])
-                            for c in scale["choices"]],
-            "reason_rows": [(r["value"], r["label"], r["value"] in picked_reasons) for r in scale["shortcomings"]],
-            "aspect_rows": [(a["value"], a["label"], a["value"] in picked_aspects) for a in scale["aspects"]],
-            "reasons_hidden": not needs_reasons,
-            "aspects_hidden": not (needs_reasons and "wrong_way" in picked_reasons),
-        })
+        rows.append(
+            {
+                **item,
+                "number": str(len(rows) + 1),
+                "saved": saved,
+                "choice_rows": [
+                    (c["value"], c["label"], str(c["key"]), saved.get("choice") == c["value"]) for c in scale["choices"]
+                ],
+                "reason_rows": [(r["value"], r["label"], r["value"] in picked_reasons) for r in scale["shortcomings"]],
+                "aspect_rows": [(a["value"], a["label"], a["value"] in picked_aspects) for a in scale["aspects"]],
+                "reasons_hidden": not needs_reasons,
+                "aspects_hidden": not (needs_reasons and "wrong_way" in picked_reasons),
+            }
+        )
     return {
         "campaign": campaign,
         "items": rows,
@@ -341,7 +373,7 @@ def _json_body(request) -> dict:
     try:
         body = json.loads(request.body or b"{}")
     except (ValueError, UnicodeDecodeError):
-        raise ApplicationError("The request body is not valid JSON.")
+        raise ApplicationError("The request body is not valid JSON.") from None
     if not isinstance(body, dict):
         raise ApplicationError("The request body must be a JSON object.")
     return body
@@ -375,8 +407,11 @@ def work_answer(request, assignment_id: int):
 
 def _answers_from_form(post) -> list[dict]:
     """The no-JavaScript submit: fields choice-<token>, score-<token>, shortcomings-<token>, ... ."""
-    tokens = {key.split("-", 1)[1] for key in post if "-" in key and key.split("-", 1)[0] in
-              ("choice", "score", "shortcomings", "aspects", "comment", "seconds")}
+    tokens = {
+        key.split("-", 1)[1]
+        for key in post
+        if "-" in key and key.split("-", 1)[0] in ("choice", "score", "shortcomings", "aspects", "comment", "seconds")
+    }
     return [
         {
             "item_token": token,
@@ -420,8 +455,11 @@ def work_submit(request, assignment_id: int):
         answers = _answers_from_form(request.POST)
     already = assignment.status != AssignmentStatus.RESERVED
     assignment = assignment_services.assignment_submit(assignment=assignment, worker=request.worker, answers=answers)
-    next_url = reverse("work_home") if already and not request.worker.external_id else (
-        _next_url_after_submit(request, assignment))
+    next_url = (
+        reverse("work_home")
+        if already and not request.worker.external_id
+        else (_next_url_after_submit(request, assignment))
+    )
     if _wants_json(request):
         return JsonResponse({"status": assignment.status, "next_url": next_url})
     return redirect(next_url)
@@ -477,10 +515,14 @@ def _verify_arrival(request, *, hit: Hit, assignment_id: str, worker_id: str) ->
     if status in mturk.ASSIGNMENT_FINISHED:
         # Submitted on MTurk already: only our record of it can be shown, nothing new is leased.
         if not Assignment.objects.filter(external_assignment_id=assignment_id, hit=hit).exists():
-            raise ApplicationError("This assignment was already submitted on MTurk; there is nothing left to do.",
-                                   status=409)
-    elif Assignment.objects.filter(hit=hit, worker__external_id=worker_id, status=AssignmentStatus.RESERVED).exclude(
-            external_assignment_id=assignment_id).exists():
+            raise ApplicationError(
+                "This assignment was already submitted on MTurk; there is nothing left to do.", status=409
+            )
+    elif (
+        Assignment.objects.filter(hit=hit, worker__external_id=worker_id, status=AssignmentStatus.RESERVED)
+        .exclude(external_assignment_id=assignment_id)
+        .exists()
+    ):
         # MTurk cannot say whose an accepted assignment is, and a worker has one assignment per HIT: another
         # real assignment id must not open this worker's lease (assignment_claim_external would return it).
         raise ApplicationError(mturk.ARRIVAL_REFUSED, status=403)
@@ -511,8 +553,9 @@ def mturk_arrival(request):
     request.session[SESSION_MTURK_SUBMIT_TO] = submit_to
     request.worker = worker
     if not work_selectors.worker_is_qualified(campaign=hit.campaign, worker=worker):
-        return redirect(reverse("work_qualification", args=[hit.campaign_id]) + "?" + urlencode(
-            {"next": request.get_full_path()}))
+        return redirect(
+            reverse("work_qualification", args=[hit.campaign_id]) + "?" + urlencode({"next": request.get_full_path()})
+        )
     assignment = assignment_services.assignment_claim_external(
         hit=hit, worker=worker, external_assignment_id=assignment_id
     )
@@ -527,10 +570,14 @@ def mturk_done(request, assignment_id: int):
     if assignment.status == AssignmentStatus.RESERVED or not assignment.external_assignment_id:
         raise Http404("Nothing to send to MTurk.")
     submit_to = request.session.get(SESSION_MTURK_SUBMIT_TO) or "https://www.mturk.com"
-    return render(request, "work/mturk_submit.html", {
-        "action": f"{submit_to}/mturk/externalSubmit",
-        "assignment": assignment,
-    })
+    return render(
+        request,
+        "work/mturk_submit.html",
+        {
+            "action": f"{submit_to}/mturk/externalSubmit",
+            "assignment": assignment,
+        },
+    )
 
 
 urlpatterns = [

@@ -73,7 +73,9 @@ def add_run(*, dataset, name: str, seed: int, top_k: int = 25, directions=("i2t"
                 own = [image_of[query]]
             else:
                 own = []
-            rest = [int(t) for t in rng.choice(pool, size=min(len(pool), k + len(own)), replace=False) if int(t) not in own]
+            rest = [
+                int(t) for t in rng.choice(pool, size=min(len(pool), k + len(own)), replace=False) if int(t) not in own
+            ]
             chosen = (own + rest)[:k]
             rows.extend(
                 Candidate(run=run, direction=direction, query_id=query, target_id=t, rank=r + 1, score=1.0 - r / 100)
@@ -87,17 +89,21 @@ def campaign_snapshot(campaign) -> list:
     """The built campaign as plain data: per HIT (index, stage, redundancy, [(position, role, members...)])."""
     from annotator.models import HitItem
 
-    rows = HitItem.objects.filter(hit__campaign=campaign).order_by("hit__index", "position").values_list(
-        "hit__index",
-        "hit__stage",
-        "hit__assignments_required",
-        "position",
-        "role",
-        "pair__kind",
-        "pair__image_id",
-        "pair__caption_id",
-        "pair__other_image_id",
-        "pair__other_caption_id",
+    rows = (
+        HitItem.objects.filter(hit__campaign=campaign)
+        .order_by("hit__index", "position")
+        .values_list(
+            "hit__index",
+            "hit__stage",
+            "hit__assignments_required",
+            "position",
+            "role",
+            "pair__kind",
+            "pair__image_id",
+            "pair__caption_id",
+            "pair__other_image_id",
+            "pair__other_caption_id",
+        )
     )
     hits: dict = {}
     for index, stage, required, *item in rows:

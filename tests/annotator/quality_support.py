@@ -21,7 +21,11 @@ def submit(hit, *, worker=None, candidate="yes", gold_positive="yes", gold_negat
     worker = worker or WorkerFactory()
     now = timezone.now()
     assignment = AssignmentFactory(hit=hit, worker=worker, status=AssignmentStatus.SUBMITTED, submitted_at=now)
-    by_role = {ItemRole.CANDIDATE: candidate, ItemRole.GOLD_POSITIVE: gold_positive, ItemRole.GOLD_NEGATIVE: gold_negative}
+    by_role = {
+        ItemRole.CANDIDATE: candidate,
+        ItemRole.GOLD_POSITIVE: gold_positive,
+        ItemRole.GOLD_NEGATIVE: gold_negative,
+    }
     for item in hit.items.all():
         value = by_role[item.role]
         if score is not None:

@@ -19,7 +19,8 @@ def test_demo_ranking_runs_both_built_in_annotators_once():
     demo_ranking(out=OutputWrapper(out))
     runs = models.RankingRun.objects.filter(dataset=dataset)
     assert sorted(runs.values_list("annotator__name", "status")) == [
-        ("minilm_pivot", "succeeded"), ("tfidf_pivot", "succeeded")
+        ("minilm_pivot", "succeeded"),
+        ("tfidf_pivot", "succeeded"),
     ]
     demo_ranking(out=OutputWrapper(out))
     assert runs.count() == 2 and out.getvalue().count("already ranked") == 2

@@ -21,8 +21,13 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def client():
-    mturk = boto3.client("mturk", region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test",
-                         endpoint_url="https://mturk-requester-sandbox.us-east-1.amazonaws.com")
+    mturk = boto3.client(
+        "mturk",
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        endpoint_url="https://mturk-requester-sandbox.us-east-1.amazonaws.com",
+    )
     with Stubber(mturk) as stubber:
         mturk.stubber = stubber
         yield mturk
@@ -33,17 +38,29 @@ def test_publish_creates_one_external_question_hit_per_open_hit_once(client):
     campaign = live_campaign_with_hits(hits=2, candidates=1, redundancy=3, reward_cents=140, lease_minutes=45)
     hits = list(campaign.hits.order_by("index"))
     for n, hit in enumerate(hits):
-        client.stubber.add_response("create_hit", {"HIT": {"HITId": f"3HIT{n}"}}, {
-            "Title": ANY, "Description": ANY, "Keywords": ANY, "Reward": "1.40", "MaxAssignments": 3,
-            "LifetimeInSeconds": 7 * 24 * 3600, "AssignmentDurationInSeconds": 45 * 60,
-            "AutoApprovalDelayInSeconds": 72 * 3600,
-            "Question": external_question_xml(base_url="https://vericap.example.org"),
-            "RequesterAnnotation": ANY, "UniqueRequestToken": f"vericap-{campaign.pk}-{hit.pk}",
-        })
+        client.stubber.add_response(
+            "create_hit",
+            {"HIT": {"HITId": f"3HIT{n}"}},
+            {
+                "Title": ANY,
+                "Description": ANY,
+                "Keywords": ANY,
+                "Reward": "1.40",
+                "MaxAssignments": 3,
+                "LifetimeInSeconds": 7 * 24 * 3600,
+                "AssignmentDurationInSeconds": 45 * 60,
+                "AutoApprovalDelayInSeconds": 72 * 3600,
+                "Question": external_question_xml(base_url="https://vericap.example.org"),
+                "RequesterAnnotation": ANY,
+                "UniqueRequestToken": f"vericap-{campaign.pk}-{hit.pk}",
+            },
+        )
     created = campaign_publish_to_mturk(campaign=campaign, client=client, base_url="https://vericap.example.org")
     assert created == ["3HIT0", "3HIT1"]
     assert list(Hit.objects.filter(campaign=campaign).order_by("index").values_list("external_hit_id", flat=True)) == [
-        "3HIT0", "3HIT1"]
+        "3HIT0",
+        "3HIT1",
+    ]
     # a second run publishes nothing (no stubbed response left: a call would fail)
     assert campaign_publish_to_mturk(campaign=campaign, client=client, base_url="https://vericap.example.org") == []
 
@@ -59,8 +76,9 @@ def test_approve_and_reject_call_mturk_for_external_assignments_only(client):
     external = AssignmentFactory(external_assignment_id="3ASSIGN")
     local = AssignmentFactory()
     client.stubber.add_response("approve_assignment", {}, {"AssignmentId": "3ASSIGN", "RequesterFeedback": "Thanks"})
-    client.stubber.add_response("reject_assignment", {}, {"AssignmentId": "3ASSIGN",
-                                                           "RequesterFeedback": "Gold answers wrong"})
+    client.stubber.add_response(
+        "reject_assignment", {}, {"AssignmentId": "3ASSIGN", "RequesterFeedback": "Gold answers wrong"}
+    )
     mturk_approve(assignment=external, client=client, feedback="Thanks")
     mturk_reject(assignment=external, client=client, feedback="Gold answers wrong")
     mturk_approve(assignment=local, client=client)  # no call: a local worker
@@ -85,13 +103,17 @@ def test_arrival_verify_reads_get_assignment_and_refuses_what_mturk_contradicts(
     hit.refresh_from_db()
 
     def assignment(assignment_id, status):
-        return {"Assignment": {"AssignmentId": assignment_id, "WorkerId": "AW", "HITId": "3HIT",
-                               "AssignmentStatus": status}}
+        return {
+            "Assignment": {"AssignmentId": assignment_id, "WorkerId": "AW", "HITId": "3HIT", "AssignmentStatus": status}
+        }
 
     client.stubber.add_response("get_assignment", assignment("3A", "Approved"), {"AssignmentId": "3A"})
     client.stubber.add_client_error(
-        "get_assignment", service_error_code="RequestError", expected_params={"AssignmentId": "3B"},
-        service_message="This operation can be called with a status of: Reviewable,Approved,Rejected")
+        "get_assignment",
+        service_error_code="RequestError",
+        expected_params={"AssignmentId": "3B"},
+        service_message="This operation can be called with a status of: Reviewable,Approved,Rejected",
+    )
     client.stubber.add_response("get_assignment", assignment("3C", "Submitted"), {"AssignmentId": "3C"})
     assert mturk_arrival_verify(hit=hit, assignment_id="3A", worker_id="AW", client=client) == "Approved"
     assert mturk_arrival_verify(hit=hit, assignment_id="3B", worker_id="AW", client=client) == ASSIGNMENT_ACCEPTED

@@ -64,8 +64,8 @@ def test_demo_campaign_eccv_export_round_trips_and_evaluates(tmp_path, capsys, d
     # One approved assignment per HIT; a worker says 100% YES to original pairs, "Partially YES" when the
     # caption's image is the next image, and 100% NO otherwise.
     images = list(dataset.images.order_by("pk").values_list("pk", flat=True))
-    following = {a: b for a, b in zip(images, images[1:])}
-    for index, hit in enumerate(campaign.hits.all()):
+    following = {a: b for a, b in zip(images, images[1:], strict=False)}
+    for _index, hit in enumerate(campaign.hits.all()):
         worker = factories.WorkerFactory()
         assignment = factories.AssignmentFactory(
             hit=hit, worker=worker, status=models.AssignmentStatus.APPROVED, submitted_at=timezone.now()
@@ -103,8 +103,8 @@ def test_demo_campaign_eccv_export_round_trips_and_evaluates(tmp_path, capsys, d
     source = dict(models.Caption.objects.filter(dataset=dataset).values_list("pk", "source_id"))
     image_source = dict(models.Image.objects.filter(dataset=dataset).values_list("pk", "source_id"))
     rankings = {"i2t": defaultdict(list), "t2i": {}}
-    for query, target in run.candidates.filter(direction="i2t").order_by("query_id", "rank").values_list(
-        "query_id", "target_id"
+    for query, target in (
+        run.candidates.filter(direction="i2t").order_by("query_id", "rank").values_list("query_id", "target_id")
     ):
         rankings["i2t"][image_source[query]].append(source[target])
     labels_file, rankings_file = tmp_path / "labels.json", tmp_path / "rankings.json"

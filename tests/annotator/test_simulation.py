@@ -32,10 +32,17 @@ def test_twenty_percent_bad_workers_redundancy_three_meets_the_thresholds():
 
 
 def test_command_prints_the_table_and_the_qualification_keeps_spammers_out(capsys):
-    call_command("simulate_crowd", images=16, workers=10, seed=5, ranking="proposal", bad_share=0.4, always_yes_share=0.4)
+    call_command(
+        "simulate_crowd", images=16, workers=10, seed=5, ranking="proposal", bad_share=0.4, always_yes_share=0.4
+    )
     out = capsys.readouterr().out
-    for row in ("label accuracy, Dawid-Skene", "bad workers' assignments flagged", "good workers' assignments flagged",
-                "cost per verified positive", "bad workers kept out by the qualification"):
+    for row in (
+        "label accuracy, Dawid-Skene",
+        "bad workers' assignments flagged",
+        "good workers' assignments flagged",
+        "cost per verified positive",
+        "bad workers kept out by the qualification",
+    ):
         assert row in out
     kept_out = next(line for line in out.splitlines() if line.startswith("bad workers kept out"))
     assert kept_out.split()[-1] == "4/4"  # always-yes cannot pass a balanced qualification test

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from PIL import Image as PILImage
 
 from annotator import synthetic
@@ -148,5 +148,5 @@ def test_command_writes_the_dataset(tmp_path):
     call_command("make_synthetic_dataset", images=12, seed=1, out=str(tmp_path), size="64x48", verbosity=0)
     assert len(list((tmp_path / "images").glob("*.png"))) == 12
     assert len(json.loads((tmp_path / "captions.json").read_text())["annotations"]) == 60
-    with pytest.raises(Exception):
+    with pytest.raises(CommandError):
         call_command("make_synthetic_dataset", images=0, seed=1, out=str(tmp_path), verbosity=0)

@@ -49,7 +49,9 @@ def world(db) -> World:
     submitted = factories.AssignmentFactory(
         hit=hit, worker=worker, status=models.AssignmentStatus.SUBMITTED, submitted_at=timezone.now()
     )
-    run = factories.RankingRunFactory(dataset=campaign.dataset, status=models.RunStatus.RUNNING, created_by=users["requester"])
+    run = factories.RankingRunFactory(
+        dataset=campaign.dataset, status=models.RunStatus.RUNNING, created_by=users["requester"]
+    )
     job = factories.ExportJobFactory(campaign=campaign, created_by=users["requester"])
     evaluation = factories.EvaluationFactory(campaign=campaign, created_by=users["requester"])
     # A second dataset with a succeeded run, for the campaign life cycle (create, build, launch, ...).

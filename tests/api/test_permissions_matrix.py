@@ -12,7 +12,7 @@ ROLES = ["anonymous", "requester", "other_requester", "researcher", "other_resea
 
 
 def codes(*values):
-    return dict(zip(ROLES, values))
+    return dict(zip(ROLES, values, strict=False))
 
 
 REQ_LIST = codes(401, 200, 200, 403, 403, 403)
@@ -28,15 +28,32 @@ ENDPOINTS = [
     ("datasets-retry", "post", "datasets/{dataset}/retry/", None, codes(401, 409, 404, 403, 403, 403)),
     ("annotators-list", "get", "annotators/", None, REQ_LIST),
     ("annotators-detail", "get", "annotators/{annotator}/", None, REQ_LIST),
-    ("annotators-create", "post", "annotators/", {"name": "tfidf-2", "kind": "tfidf_pivot"}, codes(401, 201, 201, 403, 403, 403)),
+    (
+        "annotators-create",
+        "post",
+        "annotators/",
+        {"name": "tfidf-2", "kind": "tfidf_pivot"},
+        codes(401, 201, 201, 403, 403, 403),
+    ),
     ("runs-list", "get", "runs/", None, REQ_LIST),
     ("runs-detail", "get", "runs/{run}/", None, REQ_DETAIL),
-    ("runs-start", "post", "runs/", {"dataset": "{dataset}", "annotator": "{annotator}"}, codes(401, 201, 404, 403, 403, 403)),
+    (
+        "runs-start",
+        "post",
+        "runs/",
+        {"dataset": "{dataset}", "annotator": "{annotator}"},
+        codes(401, 201, 404, 403, 403, 403),
+    ),
     ("runs-cancel", "post", "runs/{run}/cancel/", {}, REQ_DETAIL),
     ("campaigns-list", "get", "campaigns/", None, READ_LIST),
     ("campaigns-detail", "get", "campaigns/{campaign}/", None, READ_DETAIL),
-    ("campaigns-create", "post", "campaigns/", {"dataset": "{build_dataset}", "runs": ["{build_run}"], "name": "api"},
-     codes(401, 201, 404, 403, 403, 403)),
+    (
+        "campaigns-create",
+        "post",
+        "campaigns/",
+        {"dataset": "{build_dataset}", "runs": ["{build_run}"], "name": "api"},
+        codes(401, 201, 404, 403, 403, 403),
+    ),
     ("campaigns-build", "post", "campaigns/{draft_campaign}/build/", {}, codes(401, 202, 404, 403, 403, 403)),
     ("campaigns-launch", "post", "campaigns/{built_campaign}/launch/", {}, REQ_DETAIL),
     ("campaigns-pause", "post", "campaigns/{live_campaign}/pause/", {}, REQ_DETAIL),
@@ -56,12 +73,20 @@ ENDPOINTS = [
     ("labels-detail", "get", "labels/{label}/", None, READ_DETAIL),
     ("exports-list", "get", "exports/", None, READ_LIST),
     ("exports-detail", "get", "exports/{export}/", None, READ_DETAIL),
-    ("exports-create", "post", "exports/", {"campaign": "{campaign}", "format": "eccv_json"}, codes(401, 202, 404, 202, 404, 403)),
+    (
+        "exports-create",
+        "post",
+        "exports/",
+        {"campaign": "{campaign}", "format": "eccv_json"},
+        codes(401, 202, 404, 202, 404, 403),
+    ),
     ("exports-download-unfinished", "get", "exports/{export}/download/", None, codes(401, 409, 404, 409, 404, 403)),
     ("evaluations-list", "get", "evaluations/", None, READ_LIST),
     ("evaluations-detail", "get", "evaluations/{evaluation}/", None, READ_DETAIL),
     (
-        "evaluations-create", "post", "evaluations/",
+        "evaluations-create",
+        "post",
+        "evaluations/",
         {"campaign": "{campaign}", "name": "m", "rankings": {"i2t": {"1": ["11"]}, "t2i": {}}},
         codes(401, 201, 404, 201, 404, 403),
     ),

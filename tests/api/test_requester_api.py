@@ -39,7 +39,11 @@ COCO = {
 def _post_dataset(client, name, coco, images):
     return client.post(
         "/api/v1/datasets/",
-        {"name": name, "captions": _upload("captions.json", json.dumps(coco).encode()), "images": _upload("images.zip", images)},
+        {
+            "name": name,
+            "captions": _upload("captions.json", json.dumps(coco).encode()),
+            "images": _upload("images.zip", images),
+        },
         format="multipart",
     )
 
@@ -90,13 +94,19 @@ def test_dataset_import_refuses_wrong_file_types(world):
     client = world.client("requester")
     response = client.post(
         "/api/v1/datasets/",
-        {"name": "x", "captions": _upload("captions.txt", b"{}"), "images": _upload("images.zip", _images_zip(["a.png"]))},
+        {
+            "name": "x",
+            "captions": _upload("captions.txt", b"{}"),
+            "images": _upload("images.zip", _images_zip(["a.png"])),
+        },
         format="multipart",
     )
     assert response.status_code == 400 and ".json" in response.json()["error"]
     not_zip = _post_dataset(client, "y", COCO, b"PK but not really a zip")
     assert not_zip.status_code == 400 and not_zip.json()["error"] == "The images file is not a zip archive."
-    missing = client.post("/api/v1/datasets/", {"name": "z", "captions": _upload("captions.json", b"{}")}, format="multipart")
+    missing = client.post(
+        "/api/v1/datasets/", {"name": "z", "captions": _upload("captions.json", b"{}")}, format="multipart"
+    )
     assert missing.status_code == 400 and missing.json()["error"].startswith("images:")
     assert not models.Dataset.objects.filter(name__in=["x", "y", "z"]).exists()
 
@@ -115,8 +125,13 @@ def test_campaign_life_cycle_through_the_api(world, django_capture_on_commit_cal
     client = world.client("requester")
     created = client.post(
         "/api/v1/campaigns/",
-        {"dataset": world.ids["build_dataset"], "runs": [world.ids["build_run"]], "name": "via api",
-         "candidates_per_hit": 4, "direction": "i2t"},
+        {
+            "dataset": world.ids["build_dataset"],
+            "runs": [world.ids["build_run"]],
+            "name": "via api",
+            "candidates_per_hit": 4,
+            "direction": "i2t",
+        },
         format="json",
     )
     assert created.status_code == 201, created.content
@@ -143,8 +158,14 @@ def test_a_failed_build_through_the_api_is_draft_again_with_its_error(world, dja
     client = world.client("requester")
     created = client.post(
         "/api/v1/campaigns/",
-        {"dataset": world.ids["build_dataset"], "runs": [world.ids["build_run"]], "name": "no queries",
-         "candidates_per_hit": 4, "direction": "i2t", "sample_fraction": 0.0},
+        {
+            "dataset": world.ids["build_dataset"],
+            "runs": [world.ids["build_run"]],
+            "name": "no queries",
+            "candidates_per_hit": 4,
+            "direction": "i2t",
+            "sample_fraction": 0.0,
+        },
         format="json",
     )
     assert created.status_code == 201, created.content
@@ -160,8 +181,9 @@ def test_a_failed_build_through_the_api_is_draft_again_with_its_error(world, dja
 
 def test_campaign_create_errors(world):
     client = world.client("requester")
-    response = client.post("/api/v1/campaigns/", {"dataset": world.ids["build_dataset"], "runs": [999999], "name": "x"},
-                           format="json")
+    response = client.post(
+        "/api/v1/campaigns/", {"dataset": world.ids["build_dataset"], "runs": [999999], "name": "x"}, format="json"
+    )
     assert response.status_code == 400 and response.json()["runs"] == [999999]
     response = client.post(
         "/api/v1/campaigns/",
@@ -175,7 +197,9 @@ def test_annotator_registration_and_ranking_run_through_the_api(world):
     client = world.client("requester")
     annotator = client.post("/api/v1/annotators/", {"name": "lexical", "kind": "tfidf_pivot"}, format="json").json()
     run = client.post(
-        "/api/v1/runs/", {"dataset": world.ids["build_dataset"], "annotator": annotator["id"], "top_k": 10}, format="json"
+        "/api/v1/runs/",
+        {"dataset": world.ids["build_dataset"], "annotator": annotator["id"], "top_k": 10},
+        format="json",
     )
     assert run.status_code == 201 and run.json()["status"] == "queued"
     progress = client.get(f"/api/v1/runs/{run.json()['id']}/").json()

@@ -42,8 +42,9 @@ def test_labels_leave_out_captions_removed_in_post_processing(world):
     caption = models.Caption.objects.get(dataset=world.campaign.dataset, source_id="11")
     with_caption = models.Label.objects.filter(pair__campaign=world.campaign, pair__caption=caption).count()
     assert with_caption > 0
-    proposal = models.CleanupProposal.objects.create(campaign=world.campaign, kind=models.CleanupKind.choices[0][0],
-                                                     caption=caption)
+    proposal = models.CleanupProposal.objects.create(
+        campaign=world.campaign, kind=models.CleanupKind.choices[0][0], caption=caption
+    )
     assert client.get("/api/v1/labels/").json()["count"] == len(LABELLED_PAIRS)  # proposed: still there
     proposal.status = models.CleanupStatus.CONFIRMED
     proposal.save()
@@ -53,7 +54,8 @@ def test_labels_leave_out_captions_removed_in_post_processing(world):
 
 
 @pytest.mark.parametrize(
-    ("params", "field"), [({"positive": "maybe"}, "positive"), ({"campaign": "x"}, "campaign"), ({"method": "vote"}, "method")]
+    ("params", "field"),
+    [({"positive": "maybe"}, "positive"), ({"campaign": "x"}, "campaign"), ({"method": "vote"}, "method")],
 )
 def test_bad_label_filters_are_a_400_with_a_message(world, params, field):
     response = world.client("researcher").get("/api/v1/labels/", params)
@@ -66,7 +68,14 @@ def test_worker_sees_only_their_own_assignments_without_gold_scores(world):
     response = world.client("worker").get("/api/v1/assignments/").json()
     assert [row["id"] for row in response["results"]] == [world.ids["assignment"]]
     assert set(response["results"][0]) == {
-        "id", "campaign", "campaign_name", "status", "reserved_at", "expires_at", "submitted_at", "decided_at"
+        "id",
+        "campaign",
+        "campaign_name",
+        "status",
+        "reserved_at",
+        "expires_at",
+        "submitted_at",
+        "decided_at",
     }
 
 
@@ -77,7 +86,9 @@ def test_requester_filters_assignments_and_reviews_them(world):
     approved = client.get("/api/v1/assignments/", {"status": "approved", "campaign": world.campaign.pk}).json()
     assert approved["count"] == 1 and approved["results"][0]["worker"] == "w-alpha"
     assert client.get("/api/v1/assignments/", {"flagged": "true"}).json()["count"] == 0
-    rejected = client.post(f"/api/v1/assignments/{world.ids['assignment']}/reject/", {"reason": "gold wrong"}, format="json")
+    rejected = client.post(
+        f"/api/v1/assignments/{world.ids['assignment']}/reject/", {"reason": "gold wrong"}, format="json"
+    )
     assert rejected.json()["status"] == "rejected"
     no_reason = client.post(f"/api/v1/assignments/{world.ids['assignment']}/approve/", {}, format="json")
     assert no_reason.json()["status"] == "approved"  # a requester may overturn a rejection
@@ -115,7 +126,8 @@ def test_export_job_to_download_round_trip(world, django_capture_on_commit_callb
     client = world.client("researcher")
     with django_capture_on_commit_callbacks(execute=True):
         created = client.post(
-            "/api/v1/exports/", {"campaign": world.campaign.pk, "format": "eccv_json", "merge_original": True},
+            "/api/v1/exports/",
+            {"campaign": world.campaign.pk, "format": "eccv_json", "merge_original": True},
             format="json",
         )
     assert created.status_code == 202
@@ -142,7 +154,8 @@ def test_evaluation_upload_gives_the_numbers_computed_by_hand(world):
     upload = io.BytesIO(json.dumps(RANKINGS).encode())
     upload.name = "rankings.json"
     response = world.client("researcher").post(
-        "/api/v1/evaluations/", {"campaign": world.campaign.pk, "name": "my-model", "rankings_file": upload},
+        "/api/v1/evaluations/",
+        {"campaign": world.campaign.pk, "name": "my-model", "rankings_file": upload},
         format="multipart",
     )
     assert response.status_code == 201, response.content
@@ -172,7 +185,9 @@ def test_not_json_rankings_file_is_a_400(world):
     upload = io.BytesIO(b"{not json")
     upload.name = "r.json"
     response = world.client("researcher").post(
-        "/api/v1/evaluations/", {"campaign": world.campaign.pk, "name": "m", "rankings_file": upload}, format="multipart"
+        "/api/v1/evaluations/",
+        {"campaign": world.campaign.pk, "name": "m", "rankings_file": upload},
+        format="multipart",
     )
     assert response.status_code == 400 and "not valid JSON" in response.json()["error"]
 
@@ -193,7 +208,9 @@ def test_documentation_page_serves_local_assets(world):
     assert world.client("anonymous").get("/api/v1/redoc/").status_code == 200
 
 
-@pytest.mark.parametrize("path", ["labels/abc/", "labels/²/", "labels/99999999999999999999999/", "nope/", "labels/1.5/"])
+@pytest.mark.parametrize(
+    "path", ["labels/abc/", "labels/²/", "labels/99999999999999999999999/", "nope/", "labels/1.5/"]
+)
 def test_odd_paths_are_json_404s(world, path):
     response = world.client("researcher").get(f"/api/v1/{path}")
     assert response.status_code == 404 and response.json()["error"]

@@ -22,8 +22,14 @@ pytestmark = pytest.mark.django_db
 
 # Generated ids rarely exist; each case is also sent with the id of a real object of the world fixture.
 REAL_IDS = {
-    "datasets": "dataset", "annotators": "annotator", "runs": "run", "campaigns": "campaign",
-    "assignments": "assignment", "workers": "worker", "labels": "label", "exports": "export",
+    "datasets": "dataset",
+    "annotators": "annotator",
+    "runs": "run",
+    "campaigns": "campaign",
+    "assignments": "assignment",
+    "workers": "worker",
+    "labels": "label",
+    "exports": "export",
     "evaluations": "evaluation",
 }
 
@@ -53,7 +59,10 @@ def real_ids(world):
 
 @schema.parametrize()
 @settings(
-    max_examples=4, derandomize=True, deadline=None, database=None,
+    max_examples=4,
+    derandomize=True,
+    deadline=None,
+    database=None,
     suppress_health_check=list(HealthCheck),
 )
 def test_no_server_error(case, tokens, real_ids):

@@ -23,15 +23,26 @@ PROBE = (
     "print(json.dumps({'db': s.DATABASES['default'], 'storage': s.STORAGES['default']['BACKEND'], "
     "'eager': s.CELERY_TASK_ALWAYS_EAGER, 'broker': s.CELERY_BROKER_URL, 'debug': s.DEBUG}, default=str))"
 )
-CLEARED = ("DATABASE_URL", "CELERY_BROKER_URL", "CELERY_TASK_ALWAYS_EAGER", "AWS_STORAGE_BUCKET_NAME", "DEBUG",
-           "SECRET_KEY", "DJANGO_SETTINGS_MODULE", "MEDIA_ROOT", "CACHE_URL", "SESSION_ENGINE")
+CLEARED = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "CELERY_TASK_ALWAYS_EAGER",
+    "AWS_STORAGE_BUCKET_NAME",
+    "DEBUG",
+    "SECRET_KEY",
+    "DJANGO_SETTINGS_MODULE",
+    "MEDIA_ROOT",
+    "CACHE_URL",
+    "SESSION_ENGINE",
+)
 
 
 def run_settings(module: str, **env) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k not in CLEARED}
     environment.update(DJANGO_SETTINGS_MODULE=module, **env)
-    return subprocess.run([sys.executable, "-c", PROBE], cwd=BASE_DIR, env=environment, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=BASE_DIR, env=environment, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_production_refuses_debug_on():
@@ -67,8 +78,14 @@ def test_cache_url_reads_sessions_from_the_shared_cache_and_a_session_cache_need
     environment = {k: v for k, v in os.environ.items() if k not in CLEARED}
 
     def run(**env):
-        return subprocess.run([sys.executable, "-c", probe], cwd=BASE_DIR, capture_output=True, text=True, timeout=120,
-                              env={**environment, "DJANGO_SETTINGS_MODULE": "config.settings", **env})
+        return subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=BASE_DIR,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**environment, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        )
 
     plain = json.loads(run().stdout)
     assert plain["sessions"] == "django.contrib.sessions.backends.db"
@@ -76,13 +93,18 @@ def test_cache_url_reads_sessions_from_the_shared_cache_and_a_session_cache_need
     assert shared["sessions"] == "django.contrib.sessions.backends.cached_db"
     assert shared["cache"] == "django.core.cache.backends.redis.RedisCache"
     refused = run(SESSION_ENGINE="django.contrib.sessions.backends.cached_db")
-    assert refused.returncode != 0 and "needs CACHE_URL" in refused.stderr
+    # The traceback quotes the raising line too, so look for the exception as raised, not the message alone.
+    assert refused.returncode != 0
+    assert "django.core.exceptions.ImproperlyConfigured: SESSION_ENGINE=" in refused.stderr
+    assert "needs CACHE_URL" in refused.stderr.strip().splitlines()[-1]
 
 
 def test_database_url_broker_and_s3_variables_switch_the_backends():
     result = run_settings(
-        "config.settings", DATABASE_URL="postgres://vericap:pw@db.internal:5433/vericap",
-        CELERY_BROKER_URL="redis://redis:6379/0", AWS_STORAGE_BUCKET_NAME="vericap-media",
+        "config.settings",
+        DATABASE_URL="postgres://vericap:pw@db.internal:5433/vericap",
+        CELERY_BROKER_URL="redis://redis:6379/0",
+        AWS_STORAGE_BUCKET_NAME="vericap-media",
     )
     assert result.returncode == 0, result.stderr
     probe = json.loads(result.stdout)
@@ -108,15 +130,26 @@ def test_an_import_into_s3_storage_stores_images_and_thumbnails_in_the_bucket(s3
     credentials = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": "us-east-1"}
     client = boto3.client("s3", endpoint_url=s3_server, **credentials)
     client.create_bucket(Bucket="vericap-test")
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "storages.backends.s3.S3Storage",
-        "OPTIONS": {"bucket_name": "vericap-test", "endpoint_url": s3_server, "access_key": "testing",
-                    "secret_key": "testing", "region_name": "us-east-1"},
-    }}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": "vericap-test",
+                "endpoint_url": s3_server,
+                "access_key": "testing",
+                "secret_key": "testing",
+                "region_name": "us-east-1",
+            },
+        },
+    }
     (tmp_path / "images").mkdir()
     PILImage.new("RGB", (64, 48), (10, 120, 200)).save(tmp_path / "images" / "1.png")
-    (tmp_path / "captions.json").write_text(json.dumps({
-        "images": [{"id": 1, "file_name": "1.png"}], "annotations": [{"id": 9, "image_id": 1, "caption": "Blue."}]}))
+    (tmp_path / "captions.json").write_text(
+        json.dumps(
+            {"images": [{"id": 1, "file_name": "1.png"}], "annotations": [{"id": 9, "image_id": 1, "caption": "Blue."}]}
+        )
+    )
 
     dataset = dataset_import(name="on-s3", captions_path=tmp_path / "captions.json", images_path=tmp_path / "images")
 
@@ -135,9 +168,14 @@ def test_an_import_into_s3_storage_stores_images_and_thumbnails_in_the_bucket(s3
 def test_the_gunicorn_config_of_the_image_and_the_bench_loads():
     gunicorn = Path(sys.executable).with_name("gunicorn")
     environment = {k: v for k, v in os.environ.items() if k not in CLEARED}
-    result = subprocess.run([str(gunicorn), "--check-config", "--print-config", "--config", "config/gunicorn.conf.py",
-                             "config.wsgi"], cwd=BASE_DIR, env={**environment, "DJANGO_SETTINGS_MODULE": "config.settings"},
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(gunicorn), "--check-config", "--print-config", "--config", "config/gunicorn.conf.py", "config.wsgi"],
+        cwd=BASE_DIR,
+        env={**environment, "DJANGO_SETTINGS_MODULE": "config.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     printed = dict(line.split("=", 1) for line in result.stdout.replace(" ", "").splitlines() if "=" in line)
     assert (printed["workers"], printed["threads"], printed["worker_class"]) == ("3", "8", "gthread")

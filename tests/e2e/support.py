@@ -22,7 +22,12 @@ def logged_in_context(browser, live_server, user, **kwargs):
     client.force_login(user)
     context = browser.new_context(**kwargs)
     context.add_cookies(
-        [{"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-          "url": live_server.url}]
+        [
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                "url": live_server.url,
+            }
+        ]
     )
     return context

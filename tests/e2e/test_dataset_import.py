@@ -48,7 +48,9 @@ def test_requester_uploads_the_demo_set_and_sees_thumbnails_with_captions(live_s
     assert dataset.images.count() == 19 and dataset.captions.count() == 95
     assert page.get_by_text("Imported 19 images and 95 captions into my-photos.").is_visible()
     assert page.get_by_text("A close up of a tabby cat with green eyes.").is_visible()
-    page.evaluate("document.querySelectorAll('.thumbs img').forEach(i => { i.loading = 'eager'; })")  # lazy below the fold
+    page.evaluate(
+        "document.querySelectorAll('.thumbs img').forEach(i => { i.loading = 'eager'; })"
+    )  # lazy below the fold
     page.wait_for_function("Array.from(document.querySelectorAll('.thumbs img')).every(i => i.complete)")
     widths = page.eval_on_selector_all(".thumbs img", "imgs => imgs.map(i => i.naturalWidth)")
     assert len(widths) == 19 and all(0 < w <= settings.THUMBNAIL_SIZE for w in widths)  # thumbnails, served

@@ -1,7 +1,6 @@
 """A requester, in Debian's Chromium: on the dataset page, rank with tfidf_pivot, watch the run finish,
 read the candidates of a query, and see the run on the dataset page. Screenshots go to test-artifacts/."""
 
-
 import pytest
 
 from annotator import models

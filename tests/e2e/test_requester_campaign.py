@@ -4,7 +4,6 @@ a queued build that the page follows until it is built or failed.
 Screenshots go to test-artifacts/ (gitignored): campaign-01-form.png ... campaign-07-build-failed.png.
 """
 
-
 import pytest
 
 from annotator.models import Campaign, CampaignStatus, Role
@@ -80,10 +79,10 @@ def test_a_queued_build_shows_building_and_the_page_refreshes_itself_until_built
     requester = user_with_role(Role.REQUESTER, username="req-e2e-queued")
     dataset = make_dataset(images=30, name="coco-queued")
     runs = [add_run(dataset=dataset, name=f"queued-model-{i}", seed=i, directions=("i2t",)) for i in range(2)]
-    campaign = services.campaign_create(owner=requester, dataset=dataset, runs=runs, name="Queued build",
-                                        sample_count=20)
-    doomed = services.campaign_create(owner=requester, dataset=dataset, runs=runs, name="Doomed build",
-                                      direction="t2i")
+    campaign = services.campaign_create(
+        owner=requester, dataset=dataset, runs=runs, name="Queued build", sample_count=20
+    )
+    doomed = services.campaign_create(owner=requester, dataset=dataset, runs=runs, name="Doomed build", direction="t2i")
 
     page = logged_in_context(browser, live_server, requester, viewport={"width": 1280, "height": 900}).new_page()
     page.set_default_timeout(15000)

@@ -3,7 +3,6 @@
 Screenshots go to test-artifacts/ (gitignored): review-01-queue.png ... review-04-phone.png.
 """
 
-
 import pytest
 
 from annotator.models import AssignmentStatus, CampaignStatus, Role
@@ -24,7 +23,9 @@ def test_requester_rejects_one_then_approves_the_rest_in_bulk(live_server, brows
     campaign = CampaignFactory(owner=owner, name="Review me", status=CampaignStatus.LIVE, redundancy=3)
     hit = hit_with_gold(campaign=campaign, candidates=3)
     spam = assignment_score(assignment_id=submit(hit, candidate="yes", gold_negative="yes").pk)
-    slips = [assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="mostly_no").pk) for _ in range(2)]
+    slips = [
+        assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="mostly_no").pk) for _ in range(2)
+    ]
 
     page = logged_in_context(browser, live_server, owner, viewport={"width": 1280, "height": 900}).new_page()
     page.set_default_timeout(15000)

@@ -4,7 +4,6 @@ keyboard alone (follow-ups included), reload half-way and find the answers kept,
 Screenshots go to test-artifacts/ (gitignored).
 """
 
-
 import pytest
 
 import config.urls
@@ -124,7 +123,10 @@ def test_new_worker_end_to_end(live_server, browser, media_served):
     assert len(answers) == 18
     seventh_answer = answers[6]
     assert (seventh_answer.choice, seventh_answer.shortcomings, seventh_answer.wrong_aspects) == (
-        "mostly_no", ["wrong_way"], ["color"])
+        "mostly_no",
+        ["wrong_way"],
+        ["color"],
+    )
     assert answers[2].shortcomings == ["extra_concepts"]
     assert sum(a.seconds_spent for a in answers.values()) > 0
 

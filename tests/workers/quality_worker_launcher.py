@@ -38,5 +38,15 @@ if mark:
     quality._gold_outcome = hanging_gold_outcome
 
 app.worker_main(
-    ["worker", "-Q", "default", "--pool=solo", "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "INFO"]
+    [
+        "worker",
+        "-Q",
+        "default",
+        "--pool=solo",
+        "--without-heartbeat",
+        "--without-gossip",
+        "--without-mingle",
+        "-l",
+        "INFO",
+    ]
 )

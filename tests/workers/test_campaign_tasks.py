@@ -167,8 +167,9 @@ def test_a_build_request_while_a_worker_builds_is_a_409_at_once(draft):
 
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL row locks")
-    Campaign.objects.filter(pk=draft.pk).update(status=CampaignStatus.BUILDING,
-                                                 build_requested_at=timezone.now() - timezone.timedelta(hours=1))
+    Campaign.objects.filter(pk=draft.pk).update(
+        status=CampaignStatus.BUILDING, build_requested_at=timezone.now() - timezone.timedelta(hours=1)
+    )
     with row_lock_held_elsewhere(draft.pk):
         with pytest.raises(ApplicationError, match="being built right now") as refused:
             campaign_build_request(campaign=draft)

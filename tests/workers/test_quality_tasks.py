@@ -61,9 +61,17 @@ def _start_worker(settings, tmp_path, name, **env):
     process = subprocess.Popen(
         [sys.executable, str(ROOT / "tests" / "workers" / "quality_worker_launcher.py")],
         cwd=ROOT,
-        env={**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-             "CELERY_TASK_ALWAYS_EAGER": "false", "MEDIA_ROOT": str(settings.MEDIA_ROOT), **env},
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={
+            **os.environ,
+            "DATABASE_URL": _database_url(),
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            "CELERY_TASK_ALWAYS_EAGER": "false",
+            "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+            **env,
+        },
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     return process, log
 

@@ -119,7 +119,9 @@ class ClipAnnotator(Annotator):
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
         self.image_processor = AutoImageProcessor.from_pretrained(str(path), local_files_only=True)
         max_positions = self.model.config.text_config.max_position_embeddings
-        self.max_length = min(int(getattr(self.tokenizer, "model_max_length", max_positions) or max_positions), max_positions)
+        self.max_length = min(
+            int(getattr(self.tokenizer, "model_max_length", max_positions) or max_positions), max_positions
+        )
         self._hash = None
 
     def weights_hash(self) -> str:
@@ -238,6 +240,8 @@ def _load(kind: str, checkpoint_path: str, config_json: str, device: str) -> Ann
     return cls(checkpoint_path=checkpoint_path, config=json.loads(config_json), device=device)
 
 
-def load_annotator(*, kind: str, checkpoint_path: str = "", config: dict | None = None, device: str = "auto") -> Annotator:
+def load_annotator(
+    *, kind: str, checkpoint_path: str = "", config: dict | None = None, device: str = "auto"
+) -> Annotator:
     """The annotator for these settings, loaded once per process and reused afterwards."""
     return _load(kind, checkpoint_path or "", json.dumps(config or {}, sort_keys=True), resolve_device(device))

@@ -69,9 +69,7 @@ class Corpus:
 
 def corpus_load(dataset_id: int) -> Corpus:
     captions = list(Caption.objects.filter(dataset_id=dataset_id).order_by("id").values_list("id", "image_id", "text"))
-    images = list(
-        Image.objects.filter(dataset_id=dataset_id).order_by("id").values_list("id", "content_hash", "file")
-    )
+    images = list(Image.objects.filter(dataset_id=dataset_id).order_by("id").values_list("id", "content_hash", "file"))
     corpus = Corpus(
         caption_ids=np.array([c[0] for c in captions], dtype=np.int64),
         caption_owner_ids=np.array([c[1] for c in captions], dtype=np.int64),
@@ -161,8 +159,12 @@ class RunExecution:
         n_c, n_i = len(corpus.texts), len(corpus.image_ids)
         shard = self.options["shard_size"]
         rows = {
-            Direction.I2T: chunk_rows(n_targets=n_c, chunk_size=self.options["rows_per_chunk"], block_bytes=self.options["block_bytes"]),
-            Direction.T2I: chunk_rows(n_targets=n_i, chunk_size=self.options["rows_per_chunk"], block_bytes=self.options["block_bytes"]),
+            Direction.I2T: chunk_rows(
+                n_targets=n_c, chunk_size=self.options["rows_per_chunk"], block_bytes=self.options["block_bytes"]
+            ),
+            Direction.T2I: chunk_rows(
+                n_targets=n_i, chunk_size=self.options["rows_per_chunk"], block_bytes=self.options["block_bytes"]
+            ),
         }
         plan = {
             "version": corpus.version,
@@ -194,7 +196,9 @@ class RunExecution:
         return plan
 
     # -- encoding ---------------------------------------------------------------------------------------
-    def encode(self, *, what: str, items: list, encode_batch, batch_size: int, cache: EmbeddingCache, plan: dict, loader=None):
+    def encode(
+        self, *, what: str, items: list, encode_batch, batch_size: int, cache: EmbeddingCache, plan: dict, loader=None
+    ):
         """Encode `items` shard by shard (cached), committing progress per shard; returns all embeddings."""
         shard_size, n_shards = plan["shard_size"], plan[what]
         parts = []
@@ -225,9 +229,15 @@ class RunExecution:
                 pivot_patch(scores, start, stop)
             if sparse:  # TF-IDF: no shared word is no evidence, never a candidate (also clears round-off)
                 scores[scores <= 1e-6] = float("-inf")
+
         start_chunk = int(self.run.progress.get(direction, 0))
         for chunk, start, stop, values, indices in chunked_topk(
-            n_queries=len(query_ids), block=block, k=self.run.top_k, rows_per_chunk=rows, start_chunk=start_chunk, patch=patch
+            n_queries=len(query_ids),
+            block=block,
+            k=self.run.top_k,
+            rows_per_chunk=rows,
+            start_chunk=start_chunk,
+            patch=patch,
         ):
             chunk_queries = query_ids[start:stop]
             with transaction.atomic():
@@ -268,17 +278,28 @@ class RunExecution:
         corpus = corpus_load(run.dataset_id)
         self.annotator = base.for_corpus(corpus.texts)
         plan = self._plan(corpus, self.annotator)
-        cache = EmbeddingCache(dataset_id=run.dataset_id, kind=annotator_model.kind, weights_hash=weights_hash, version=corpus.version)
+        cache = EmbeddingCache(
+            dataset_id=run.dataset_id, kind=annotator_model.kind, weights_hash=weights_hash, version=corpus.version
+        )
         texts = self.encode(
-            what="texts", items=corpus.texts, encode_batch=self.annotator.encode_texts,
-            batch_size=self.options["text_batch"], cache=cache, plan=plan,
+            what="texts",
+            items=corpus.texts,
+            encode_batch=self.annotator.encode_texts,
+            batch_size=self.options["text_batch"],
+            cache=cache,
+            plan=plan,
         )
         if self.annotator.pivot:
             images, pivot = image_representations(texts_embedded=texts, corpus=corpus)
         else:
             images = self.encode(
-                what="images", items=corpus.image_files, encode_batch=self.annotator.encode_images,
-                batch_size=self.options["image_batch"], cache=cache, plan=plan, loader=load_pil,
+                what="images",
+                items=corpus.image_files,
+                encode_batch=self.annotator.encode_images,
+                batch_size=self.options["image_batch"],
+                cache=cache,
+                plan=plan,
+                loader=load_pil,
             )
             pivot = None
         if not scipy.sparse.issparse(texts):
@@ -290,16 +311,28 @@ class RunExecution:
                     caption_sq_norms=pivot.caption_sq_norms.to(self.device),
                 )
         self.rank_direction(
-            Direction.I2T, queries=images, targets=texts, query_ids=corpus.image_ids,
-            target_ids=corpus.caption_ids, pivot=pivot, plan=plan,
+            Direction.I2T,
+            queries=images,
+            targets=texts,
+            query_ids=corpus.image_ids,
+            target_ids=corpus.caption_ids,
+            pivot=pivot,
+            plan=plan,
         )
         self.rank_direction(
-            Direction.T2I, queries=texts, targets=images, query_ids=corpus.caption_ids,
-            target_ids=corpus.image_ids, pivot=pivot, plan=plan,
+            Direction.T2I,
+            queries=texts,
+            targets=images,
+            query_ids=corpus.caption_ids,
+            target_ids=corpus.image_ids,
+            pivot=pivot,
+            plan=plan,
         )
         with transaction.atomic():
             locked = self._locked()
-            check_transition(transitions=RUN_TRANSITIONS, current=locked.status, target=RunStatus.SUCCEEDED, what="ranking run")
+            check_transition(
+                transitions=RUN_TRANSITIONS, current=locked.status, target=RunStatus.SUCCEEDED, what="ranking run"
+            )
             locked.status = RunStatus.SUCCEEDED
             locked.stage = "done"
             locked.finished_at = timezone.now()
@@ -317,7 +350,9 @@ def run_claim(run_id: int, *, device: str) -> RankingRun | None:
         if run is None or run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
             return None
         if run.status == RunStatus.QUEUED:
-            check_transition(transitions=RUN_TRANSITIONS, current=run.status, target=RunStatus.RUNNING, what="ranking run")
+            check_transition(
+                transitions=RUN_TRANSITIONS, current=run.status, target=RunStatus.RUNNING, what="ranking run"
+            )
             run.status = RunStatus.RUNNING
         run.started_at = run.started_at or timezone.now()
         run.device = device

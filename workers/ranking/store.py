@@ -31,7 +31,7 @@ def copy_buffer(*, run_id: int, direction: str, queries, targets, ranks, scores)
     prefix = f"{run_id}\t{direction}\t"
     text = "".join(
         f"{prefix}{q}\t{t}\t{r}\t{s!r}\n"
-        for q, t, r, s in zip(queries.tolist(), targets.tolist(), ranks.tolist(), scores.tolist())
+        for q, t, r, s in zip(queries.tolist(), targets.tolist(), ranks.tolist(), scores.tolist(), strict=False)
     )
     return io.StringIO(text)
 
@@ -51,13 +51,15 @@ def candidates_write(
     queries, targets, ranks, values = candidate_arrays(query_ids=query_ids, target_ids=target_ids, scores=scores)
     if connection.vendor == "postgresql":
         copy_rows(
-            copy_buffer(run_id=run_id, direction=direction, queries=queries, targets=targets, ranks=ranks, scores=values)
+            copy_buffer(
+                run_id=run_id, direction=direction, queries=queries, targets=targets, ranks=ranks, scores=values
+            )
         )
     else:
         Candidate.objects.bulk_create(
             [
                 Candidate(run_id=run_id, direction=direction, query_id=q, target_id=t, rank=r, score=s)
-                for q, t, r, s in zip(queries.tolist(), targets.tolist(), ranks.tolist(), values.tolist())
+                for q, t, r, s in zip(queries.tolist(), targets.tolist(), ranks.tolist(), values.tolist(), strict=False)
             ],
             batch_size=2000,
         )

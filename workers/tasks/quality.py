@@ -32,7 +32,9 @@ def assignments_auto_approve_task() -> int:
     return assignments_auto_approve_due()
 
 
-@shared_task(name="workers.tasks.quality.labels_aggregate_task", **{**TASK_OPTIONS, "time_limit": 3600, "soft_time_limit": 3540})
+@shared_task(
+    name="workers.tasks.quality.labels_aggregate_task", **{**TASK_OPTIONS, "time_limit": 3600, "soft_time_limit": 3540}
+)
 def labels_aggregate_task(campaign_id: int, method: str | None = None) -> dict:
     """Aggregate a campaign's approved answers into Labels (idempotent upsert)."""
     from annotator.models import Campaign
@@ -44,7 +46,10 @@ def labels_aggregate_task(campaign_id: int, method: str | None = None) -> dict:
     return labels_aggregate(campaign=campaign, method=method)
 
 
-@shared_task(name="workers.tasks.quality.labels_aggregate_stale_task", **{**TASK_OPTIONS, "time_limit": 3600, "soft_time_limit": 3540})
+@shared_task(
+    name="workers.tasks.quality.labels_aggregate_stale_task",
+    **{**TASK_OPTIONS, "time_limit": 3600, "soft_time_limit": 3540},
+)
 def labels_aggregate_stale_task() -> list[int]:
     """Beat task: re-aggregate live campaigns whose approvals or rejections are newer than their labels."""
     from annotator.services.labels import campaigns_aggregate_stale

@@ -33,8 +33,12 @@ class Command(BaseCommand):
         source.add_argument("--labels", help='A label file {"i2t": {id: [positive ids]}, "t2i": {...}}.')
         parser.add_argument("--rankings", required=True, help="The model's rankings file ('-' reads stdin).")
         parser.add_argument("--format", choices=["json"], default="json")
-        parser.add_argument("--variant", choices=ExportVariant.values, default=ExportVariant.LENIENT,
-                            help="With --campaign: lenient (100%% YES + Partially YES) or strict (100%% YES).")
+        parser.add_argument(
+            "--variant",
+            choices=ExportVariant.values,
+            default=ExportVariant.LENIENT,
+            help="With --campaign: lenient (100%% YES + Partially YES) or strict (100%% YES).",
+        )
         parser.add_argument("--method", default=None, help="With --campaign: the aggregation method of the labels.")
 
     def handle(self, *args, **options):
@@ -55,7 +59,10 @@ class Command(BaseCommand):
             raise CommandError(error.message) from None
         for direction, count in counts.items():
             if count["missing_rankings"]:
-                self.stderr.write(f"{direction}: {count['missing_rankings']} of {count['queries']} queries have no ranking (scored as misses)")
+                self.stderr.write(
+                    f"{direction}: {count['missing_rankings']} of {count['queries']} queries have no ranking "
+                    "(scored as misses)"
+                )
             if not count["queries"]:
                 self.stderr.write(f"{direction}: no query with positives; its scores are null")
         self.stdout.write(json.dumps(results))

@@ -44,8 +44,11 @@ class Command(BaseCommand):
             if options["format"] == ExportFormat.CXC_CSV and campaign.scale != "similarity":
                 raise CommandError("The Crisscrossed CSV is for similarity (0-5) campaigns.")
             kwargs = {
-                "campaign_id": campaign.pk, "format": options["format"], "method": method,
-                "variant": options["variant"], "merge_original": options["merge_original"],
+                "campaign_id": campaign.pk,
+                "format": options["format"],
+                "method": method,
+                "variant": options["variant"],
+                "merge_original": options["merge_original"],
             }
             if options["to"] == "-":
                 rows = labels_write(out=sys.stdout.buffer, **kwargs)

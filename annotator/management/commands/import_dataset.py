@@ -31,8 +31,14 @@ class Command(BaseCommand):
             bar.update(done - bar.n)
 
         try:
-            dataset = dataset_import(name=name, captions_path=captions, images_path=images,
-                                     split_path=split_file, split=split, progress=progress)
+            dataset = dataset_import(
+                name=name,
+                captions_path=captions,
+                images_path=images,
+                split_path=split_file,
+                split=split,
+                progress=progress,
+            )
         except ApplicationError as error:
             for bar in bars.values():
                 bar.close()
@@ -41,16 +47,22 @@ class Command(BaseCommand):
         for bar in bars.values():
             bar.close()
         report = dataset.report
-        self.stdout.write(self.style.SUCCESS(
-            f"Dataset {dataset.name!r}: {dataset.images_total} images, {dataset.captions_total} captions "
-            f"({report['images_created']} images and {report['captions_created']} captions new, "
-            f"{report['images_unchanged']} and {report['captions_unchanged']} already there)."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Dataset {dataset.name!r}: {dataset.images_total} images, {dataset.captions_total} captions "
+                f"({report['images_created']} images and {report['captions_created']} captions new, "
+                f"{report['images_unchanged']} and {report['captions_unchanged']} already there)."
+            )
+        )
         if report.get("duplicate_groups"):
-            self.stdout.write(self.style.WARNING(
-                f"{report['duplicate_groups']} groups of images have identical files (stored once): "
-                + "; ".join(", ".join(group["image_ids"]) for group in report["duplicates"][:10])
-            ))
+            self.stdout.write(
+                self.style.WARNING(
+                    f"{report['duplicate_groups']} groups of images have identical files (stored once): "
+                    + "; ".join(", ".join(group["image_ids"]) for group in report["duplicates"][:10])
+                )
+            )
         skipped = report.get("images_skipped_by_split")
         if skipped:
-            self.stdout.write(f"Left out by the split: {skipped} images, {report['captions_skipped_by_split']} captions.")
+            self.stdout.write(
+                f"Left out by the split: {skipped} images, {report['captions_skipped_by_split']} captions."
+            )

@@ -32,11 +32,14 @@ class Command(BaseCommand):
         def progress(done, total):
             bar.update(done - bar.n)
 
-        summary = make_synthetic_dataset(out_dir=Path(out), images=images, seed=seed, size=(width, height),
-                                         progress=progress)
+        summary = make_synthetic_dataset(
+            out_dir=Path(out), images=images, seed=seed, size=(width, height), progress=progress
+        )
         bar.close()
-        self.stdout.write(self.style.SUCCESS(
-            f"Wrote {summary['images']} images and {summary['captions']} captions to {summary['out_dir']} "
-            f"({summary['positives_per_caption_mean']:.2f} true images per caption on average, "
-            f"at most {summary['positives_per_caption_max']})."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Wrote {summary['images']} images and {summary['captions']} captions to {summary['out_dir']} "
+                f"({summary['positives_per_caption_mean']:.2f} true images per caption on average, "
+                f"at most {summary['positives_per_caption_max']})."
+            )
+        )

@@ -12,7 +12,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--campaign", type=int, required=True, help="campaign id")
-        parser.add_argument("--base-url", required=True, help="this site's https address, e.g. https://vericap.example.org")
+        parser.add_argument(
+            "--base-url", required=True, help="this site's https address, e.g. https://vericap.example.org"
+        )
         parser.add_argument("--production", action="store_true", help="real MTurk instead of the sandbox")
         parser.add_argument("--lifetime-days", type=int, default=7)
 
@@ -28,5 +30,7 @@ class Command(BaseCommand):
                 lifetime_days=options["lifetime_days"],
             )
         except ApplicationError as error:
-            raise CommandError(error.message)
-        self.stdout.write(f"Published {len(created)} HIT(s) on {'MTurk' if options['production'] else 'the MTurk sandbox'}.")
+            raise CommandError(error.message) from error
+        self.stdout.write(
+            f"Published {len(created)} HIT(s) on {'MTurk' if options['production'] else 'the MTurk sandbox'}."
+        )

@@ -15,8 +15,12 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=defaults.seed)
         parser.add_argument("--workers", type=int, default=defaults.workers)
         parser.add_argument("--bad-share", type=float, default=defaults.bad_share)
-        parser.add_argument("--random-share", type=float, default=None, help="share of all workers (default: half the bad share)")
-        parser.add_argument("--always-yes-share", type=float, default=None, help="share of all workers (default: the rest)")
+        parser.add_argument(
+            "--random-share", type=float, default=None, help="share of all workers (default: half the bad share)"
+        )
+        parser.add_argument(
+            "--always-yes-share", type=float, default=None, help="share of all workers (default: the rest)"
+        )
         parser.add_argument("--careful-error", type=float, default=defaults.careful_error)
         parser.add_argument("--redundancy", type=int, default=defaults.redundancy)
         parser.add_argument("--candidates-per-hit", type=int, default=defaults.candidates_per_hit)
@@ -37,7 +41,9 @@ class Command(BaseCommand):
         fields = {k: v for k, v in options.items() if k in SimulationConfig.__dataclass_fields__}
         config = SimulationConfig(**fields)
         try:
-            result = simulate_crowd(config, log=lambda line: self.stderr.write(line) if options["verbosity"] > 1 else None)
+            result = simulate_crowd(
+                config, log=lambda line: self.stderr.write(line) if options["verbosity"] > 1 else None
+            )
         except ApplicationError as error:
             raise CommandError(error.message) from error
         self.stdout.write(result.as_text())

@@ -15,7 +15,14 @@ from annotator.analysis.aggregation import (
 
 
 def test_majority_vote_positive_strict_and_confidence():
-    votes = [Vote(1, 1, "yes"), Vote(1, 2, "yes"), Vote(1, 3, "no"), Vote(2, 1, "partially_yes"), Vote(2, 2, "partially_yes"), Vote(2, 3, "yes")]
+    votes = [
+        Vote(1, 1, "yes"),
+        Vote(1, 2, "yes"),
+        Vote(1, 3, "no"),
+        Vote(2, 1, "partially_yes"),
+        Vote(2, 2, "partially_yes"),
+        Vote(2, 3, "yes"),
+    ]
     labels = majority_vote(votes)
     assert labels[1].is_positive and labels[1].is_positive_strict and labels[1].choice == "yes"
     assert labels[1].confidence == pytest.approx(2 / 3) and labels[1].answer_count == 3
@@ -48,7 +55,7 @@ def test_dawid_skene_recovers_truth_despite_spammers():
                 choice = "yes"
             else:
                 right = rng.random() >= 0.05
-                choice = ("yes" if positive == right else "no")
+                choice = "yes" if positive == right else "no"
             votes.append(Vote(pair, worker, choice))
     accuracy = {
         name: sum(labels[p].is_positive == truth[p] for p in truth) / len(truth)

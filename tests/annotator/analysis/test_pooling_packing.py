@@ -23,16 +23,27 @@ def rows(*tuples):
 
 def test_pool_removes_duplicates_across_runs_and_keeps_each_runs_rank():
     data = rows(
-        (1, 10, 100, 1, 0.9), (1, 10, 101, 2, 0.8), (1, 10, 102, 3, 0.7),
-        (2, 10, 101, 1, 0.95), (2, 10, 103, 2, 0.85), (2, 10, 100, 3, 0.5),
-        (1, 11, 100, 1, 0.6), (2, 11, 104, 1, 0.9),
+        (1, 10, 100, 1, 0.9),
+        (1, 10, 101, 2, 0.8),
+        (1, 10, 102, 3, 0.7),
+        (2, 10, 101, 1, 0.95),
+        (2, 10, 103, 2, 0.85),
+        (2, 10, 100, 3, 0.5),
+        (1, 11, 100, 1, 0.6),
+        (2, 11, 104, 1, 0.9),
         (1, 12, 105, 1, 0.9),  # query 12 is not sampled
     )
     pool = pool_candidates(data, direction="i2t", query_order=np.array([11, 10]), depth=2)
     assert pool.proposals == 6  # rank <= 2 for queries 10 and 11
     first, second = decode_keys(pool.keys)
     # Query 11 is packed first (its order in query_order), then query 10 by best rank.
-    assert list(zip(first.tolist(), second.tolist(), strict=True)) == [(11, 100), (11, 104), (10, 100), (10, 101), (10, 103)]
+    assert list(zip(first.tolist(), second.tolist(), strict=True)) == [
+        (11, 100),
+        (11, 104),
+        (10, 100),
+        (10, 101),
+        (10, 103),
+    ]
     assert pool.query.tolist() == [11, 11, 10, 10, 10]
     sources = {
         (int(pool.keys[p]) >> 32, int(pool.keys[p]) & 0xFFFFFFFF, int(r)): (int(k), float(sc))
@@ -47,7 +58,10 @@ def test_t2i_keys_put_the_image_first_and_symmetric_pairs_merge():
     t2i = pool_candidates(rows((1, 500, 7, 1, 0.9)), direction="t2i", query_order=np.array([500]), depth=5)
     assert decode_keys(t2i.keys)[0].tolist() == [7] and decode_keys(t2i.keys)[1].tolist() == [500]
     sts = pool_candidates(
-        rows((1, 3, 4, 1, 0.9), (1, 4, 3, 1, 0.9), (1, 4, 4, 2, 0.1)), direction="t2t", query_order=np.array([3, 4]), depth=5
+        rows((1, 3, 4, 1, 0.9), (1, 4, 3, 1, 0.9), (1, 4, 4, 2, 0.1)),
+        direction="t2t",
+        query_order=np.array([3, 4]),
+        depth=5,
     )
     assert len(sts) == 2 and sorted(decode_keys(sts.keys)[0].tolist()) == [3, 4]
     assert len(sts.source_pair) == 2  # (3,4) proposed twice by run 1 counts once as provenance
@@ -61,7 +75,9 @@ def test_sampling_is_seeded_and_sized():
     assert a.tolist() == b.tolist() != c.tolist() and len(set(a.tolist())) == 10
     assert len(sample_queries(universe, count=None, fraction=0.25, rng=np.random.default_rng(0))) == 25
     assert len(sample_queries(universe, count=500, fraction=None, rng=np.random.default_rng(0))) == 100
-    assert sample_queries(universe, count=None, fraction=None, rng=np.random.default_rng(0)).tolist() == universe.tolist()
+    assert (
+        sample_queries(universe, count=None, fraction=None, rng=np.random.default_rng(0)).tolist() == universe.tolist()
+    )
 
 
 def test_exclusion_keys_cover_every_runs_top_depth():
@@ -156,8 +172,16 @@ def test_pack_stage_gives_exact_composition_and_seeded_positions():
             excluded_keys=np.array([], dtype=np.int64),
             reuse_limit=5,
         )
-        return pack_stage(pool_keys=keys, pool_query=queries, per_hit=8, n_positive=1, n_negative=1, picker=picker,
-                          filler_keys=np.array([], dtype=np.int64), rng=rng)
+        return pack_stage(
+            pool_keys=keys,
+            pool_query=queries,
+            per_hit=8,
+            n_positive=1,
+            n_negative=1,
+            picker=picker,
+            filler_keys=np.array([], dtype=np.int64),
+            rng=rng,
+        )
 
     hits = build(3)
     assert len(hits) == 5  # 36 candidates -> 4.5 HITs of 8, the last filled up from other queries

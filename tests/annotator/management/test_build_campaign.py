@@ -20,19 +20,46 @@ def test_build_campaign_command_builds_launches_and_prints_the_numbers():
     runs = [add_run(dataset=dataset, name=f"cmd-{i}", seed=i, directions=("i2t",)) for i in range(2)]
     out = io.StringIO()
     call_command(
-        "build_campaign", "--dataset", dataset.name, "--runs", ",".join(str(r.pk) for r in runs), "--name", "cli",
-        "--owner", owner.username, "--sample-count", "20", "--redundancy", "2", "--launch", stdout=out,
+        "build_campaign",
+        "--dataset",
+        dataset.name,
+        "--runs",
+        ",".join(str(r.pk) for r in runs),
+        "--name",
+        "cli",
+        "--owner",
+        owner.username,
+        "--sample-count",
+        "20",
+        "--redundancy",
+        "2",
+        "--launch",
+        stdout=out,
     )
     campaign = Campaign.objects.get(name="cli")
     assert campaign.status == CampaignStatus.LIVE and campaign.redundancy == 2 and campaign.sample_count == 20
     text = out.getvalue()
     assert f"HITs {campaign.hits.count()}" in text and "proposals" in text and "unique pairs" in text
     with pytest.raises(CommandError, match="No ranking runs"):
-        call_command("build_campaign", "--dataset", dataset.name, "--runs", "999999", "--name", "x",
-                     "--owner", owner.username)
+        call_command(
+            "build_campaign", "--dataset", dataset.name, "--runs", "999999", "--name", "x", "--owner", owner.username
+        )
     with pytest.raises(CommandError, match="not both"):
-        call_command("build_campaign", "--dataset", dataset.name, "--runs", str(runs[0].pk), "--name", "x",
-                     "--owner", owner.username, "--sample-count", "3", "--sample-fraction", "0.5")
+        call_command(
+            "build_campaign",
+            "--dataset",
+            dataset.name,
+            "--runs",
+            str(runs[0].pk),
+            "--name",
+            "x",
+            "--owner",
+            owner.username,
+            "--sample-count",
+            "3",
+            "--sample-fraction",
+            "0.5",
+        )
 
 
 def test_demo_campaign_is_built_launched_and_idempotent():

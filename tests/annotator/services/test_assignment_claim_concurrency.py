@@ -28,8 +28,9 @@ def test_fifty_threads_never_exceed_redundancy_nor_double_assign():
     campaign = live_campaign_with_hits(hits=8, candidates=1, redundancy=3)
     workers = [WorkerFactory() for _ in range(THREADS // 2)]
     for worker in workers:
-        QualificationAttempt.objects.create(worker=worker, campaign=campaign, items=[], passed=True,
-                                            score=1.0, finished_at=timezone.now())
+        QualificationAttempt.objects.create(
+            worker=worker, campaign=campaign, items=[], passed=True, score=1.0, finished_at=timezone.now()
+        )
     barrier = threading.Barrier(THREADS)
     results, errors = [], []
 
@@ -73,8 +74,9 @@ def test_claims_racing_returns_never_lose_a_slot():
     campaign = live_campaign_with_hits(hits=4, candidates=1, redundancy=2)
     workers = [WorkerFactory() for _ in range(24)]
     for worker in workers:
-        QualificationAttempt.objects.create(worker=worker, campaign=campaign, items=[], passed=True,
-                                            score=1.0, finished_at=timezone.now())
+        QualificationAttempt.objects.create(
+            worker=worker, campaign=campaign, items=[], passed=True, score=1.0, finished_at=timezone.now()
+        )
     barrier = threading.Barrier(len(workers))
     errors = []
 

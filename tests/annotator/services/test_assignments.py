@@ -22,13 +22,16 @@ pytestmark = pytest.mark.django_db
 
 def qualified(campaign, worker=None):
     worker = worker or WorkerFactory()
-    QualificationAttempt.objects.create(worker=worker, campaign=campaign, items=[], passed=True, score=1.0,
-                                        finished_at=timezone.now())
+    QualificationAttempt.objects.create(
+        worker=worker, campaign=campaign, items=[], passed=True, score=1.0, finished_at=timezone.now()
+    )
     return worker
 
 
 def full_answers(assignment, choice="yes"):
-    return [{"item_token": token, "choice": choice, "seconds_spent": 3} for token in hit_item_tokens(hit=assignment.hit)]
+    return [
+        {"item_token": token, "choice": choice, "seconds_spent": 3} for token in hit_item_tokens(hit=assignment.hit)
+    ]
 
 
 def test_claim_reserves_a_lease_with_expiry_and_event():
@@ -109,14 +112,32 @@ def test_autosave_keeps_partial_answers_and_drops_stale_followups():
     worker = qualified(campaign)
     assignment = assignment_claim(campaign=campaign, worker=worker)
     token = next(iter(hit_item_tokens(hit=assignment.hit)))
-    answer_save(assignment=assignment, worker=worker, item_token=token, choice="mostly_no",
-                shortcomings=["wrong_way"], wrong_aspects=["color"], seconds_spent=4.5)
+    answer_save(
+        assignment=assignment,
+        worker=worker,
+        item_token=token,
+        choice="mostly_no",
+        shortcomings=["wrong_way"],
+        wrong_aspects=["color"],
+        seconds_spent=4.5,
+    )
     saved = Answer.objects.get(assignment=assignment)
     assert (saved.choice, saved.shortcomings, saved.wrong_aspects, saved.seconds_spent) == (
-        "mostly_no", ["wrong_way"], ["color"], 4.5)
+        "mostly_no",
+        ["wrong_way"],
+        ["color"],
+        4.5,
+    )
     # changing to 100% YES drops the reasons; a stale tab cannot lower the time spent
-    answer_save(assignment=assignment, worker=worker, item_token=token, choice="yes",
-                shortcomings=["wrong_way"], wrong_aspects=["color"], seconds_spent=2)
+    answer_save(
+        assignment=assignment,
+        worker=worker,
+        item_token=token,
+        choice="yes",
+        shortcomings=["wrong_way"],
+        wrong_aspects=["color"],
+        seconds_spent=2,
+    )
     saved.refresh_from_db()
     assert (saved.choice, saved.shortcomings, saved.wrong_aspects, saved.seconds_spent) == ("yes", [], [], 4.5)
     assert Answer.objects.filter(assignment=assignment).count() == 1
@@ -253,7 +274,10 @@ def test_expired_lease_is_kept_and_the_hit_reoffered():
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.EXPIRED
     assert Answer.objects.filter(assignment=assignment).count() == 1  # kept, not deleted
-    assert [(e.from_status, e.to_status) for e in assignment.events.all()] == [("", "reserved"), ("reserved", "expired")]
+    assert [(e.from_status, e.to_status) for e in assignment.events.all()] == [
+        ("", "reserved"),
+        ("reserved", "expired"),
+    ]
     reoffered = assignment_claim(campaign=campaign, worker=other, now=later)
     assert reoffered.hit_id == assignment.hit_id
     with pytest.raises(ApplicationError, match="expired"):
@@ -265,8 +289,7 @@ def test_expire_task_runs_the_service():
 
     campaign = live_campaign_with_hits(hits=1, lease_minutes=1)
     worker = qualified(campaign)
-    assignment = assignment_claim(campaign=campaign, worker=worker,
-                                  now=timezone.now() - timezone.timedelta(minutes=5))
+    assignment = assignment_claim(campaign=campaign, worker=worker, now=timezone.now() - timezone.timedelta(minutes=5))
     assert assignments_expire_task.delay().get() == 1
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.EXPIRED

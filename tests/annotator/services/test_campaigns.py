@@ -86,9 +86,7 @@ def test_every_hit_has_the_exact_composition_and_no_pair_twice(owner, world_both
     stages = [stage for _i, stage, _r, _items in snapshot]
     # Two stages: every image-to-caption HIT comes before the caption-to-image HITs.
     assert stages == sorted(stages, key=["i2t", "t2i"].index) and set(stages) == {"i2t", "t2i"}
-    gold_positions = Counter(
-        item[0] for *_head, items in snapshot for item in items if item[1] != "candidate"
-    )
+    gold_positions = Counter(item[0] for *_head, items in snapshot for item in items if item[1] != "candidate")
     assert len(gold_positions) > 5  # gold is not parked at a fixed position
 
 
@@ -124,7 +122,9 @@ def test_gold_negatives_are_in_no_annotators_top_exclusion_depth_and_positives_a
     dataset, runs = world_both
     campaign = build(owner, dataset, runs, direction="both", gold_exclusion_depth=20)
     own = dict(Caption.objects.filter(dataset=dataset).values_list("pk", "image_id"))
-    items = HitItem.objects.filter(hit__campaign=campaign).exclude(role=ItemRole.CANDIDATE).select_related("pair", "hit")
+    items = (
+        HitItem.objects.filter(hit__campaign=campaign).exclude(role=ItemRole.CANDIDATE).select_related("pair", "hit")
+    )
     negatives = positives = 0
     for item in items:
         pair = item.pair
@@ -134,7 +134,9 @@ def test_gold_negatives_are_in_no_annotators_top_exclusion_depth_and_positives_a
             continue
         negatives += 1
         assert not pair.is_original and own[pair.caption_id] != pair.image_id
-        query, target = (pair.image_id, pair.caption_id) if item.hit.stage == "i2t" else (pair.caption_id, pair.image_id)
+        query, target = (
+            (pair.image_id, pair.caption_id) if item.hit.stage == "i2t" else (pair.caption_id, pair.image_id)
+        )
         assert not Candidate.objects.filter(
             run__in=runs, direction=item.hit.stage, query_id=query, target_id=target, rank__lte=20
         ).exists()
@@ -147,7 +149,9 @@ def test_a_gold_pair_is_used_in_at_most_reuse_limit_hits(owner, world, limit):
     dataset, runs = world
     campaign = build(owner, dataset, runs, gold_reuse_limit=limit, gold_positives_per_hit=2)
     uses = Counter(
-        HitItem.objects.filter(hit__campaign=campaign).exclude(role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
+        HitItem.objects.filter(hit__campaign=campaign)
+        .exclude(role=ItemRole.CANDIDATE)
+        .values_list("pair_id", flat=True)
     )
     assert uses and max(uses.values()) <= limit
 
@@ -156,8 +160,15 @@ def test_too_few_originals_for_the_reuse_limit_is_a_clear_error(owner):
     dataset = make_dataset(images=30, captions_per_image=1)
     runs = [add_run(dataset=dataset, name="solo", seed=3, top_k=10)]
     campaign = campaign_create(
-        owner=owner, dataset=dataset, runs=runs, name="tight", pool_depth=10, gold_exclusion_depth=10,
-        gold_positives_per_hit=8, gold_reuse_limit=1, gold_negatives_per_hit=0,
+        owner=owner,
+        dataset=dataset,
+        runs=runs,
+        name="tight",
+        pool_depth=10,
+        gold_exclusion_depth=10,
+        gold_positives_per_hit=8,
+        gold_reuse_limit=1,
+        gold_negatives_per_hit=0,
     )
     with pytest.raises(ApplicationError, match="gold reuse limit"):
         campaign_build(campaign=campaign)
@@ -299,7 +310,13 @@ def test_caption_caption_campaigns_pair_captions_on_the_similarity_scale(owner):
     dataset = make_dataset(images=30)
     run = add_run(dataset=dataset, name="sts", seed=5, directions=("t2t",), top_k=10)
     campaign = build(
-        owner, dataset, [run], direction="t2t", scale="similarity", pool_depth=3, gold_exclusion_depth=10,
+        owner,
+        dataset,
+        [run],
+        direction="t2t",
+        scale="similarity",
+        pool_depth=3,
+        gold_exclusion_depth=10,
         sample_count=40,
     )
     pairs = Pair.objects.filter(campaign=campaign)
@@ -341,10 +358,26 @@ def test_image_image_campaigns_need_no_gold_positive_and_pack_image_pairs(owner)
     dataset = make_dataset(images=60, captions_per_image=1)
     run = add_run(dataset=dataset, name="sis", seed=6, directions=("i2i",), top_k=10)
     with pytest.raises(ApplicationError, match="no original pairs"):
-        campaign_create(owner=owner, dataset=dataset, runs=[run], name="sis", direction="i2i", scale="similarity",
-                        pool_depth=3, gold_exclusion_depth=10)
-    campaign = build(owner, dataset, [run], direction="i2i", scale="similarity", pool_depth=3,
-                     gold_exclusion_depth=10, gold_positives_per_hit=0)
+        campaign_create(
+            owner=owner,
+            dataset=dataset,
+            runs=[run],
+            name="sis",
+            direction="i2i",
+            scale="similarity",
+            pool_depth=3,
+            gold_exclusion_depth=10,
+        )
+    campaign = build(
+        owner,
+        dataset,
+        [run],
+        direction="i2i",
+        scale="similarity",
+        pool_depth=3,
+        gold_exclusion_depth=10,
+        gold_positives_per_hit=0,
+    )
     snapshot = campaign_snapshot(campaign)
     assert snapshot
     for _i, stage, _r, items in snapshot:

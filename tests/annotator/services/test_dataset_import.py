@@ -28,8 +28,13 @@ def picture_bytes(color, size=(40, 30), fmt="PNG") -> bytes:
     return buffer.getvalue()
 
 
-def write_coco(root: Path, images: dict[int, bytes], captions: list[tuple[int, int, str]], *,
-               extra_images: list[dict] | None = None) -> Path:
+def write_coco(
+    root: Path,
+    images: dict[int, bytes],
+    captions: list[tuple[int, int, str]],
+    *,
+    extra_images: list[dict] | None = None,
+) -> Path:
     """images: id -> file bytes (written as <id>.png); captions: (caption id, image id, text)."""
     folder = root / "images"
     folder.mkdir(parents=True, exist_ok=True)
@@ -58,9 +63,17 @@ def test_synthetic_500_imports_500_images_and_2500_captions_and_a_second_import_
     out = tmp_path / "syn"
     make_synthetic_dataset(out_dir=out, images=500, seed=11, size=(48, 36))
     dataset = dataset_import(name="syn", captions_path=out / "captions.json", images_path=out / "images")
-    assert (Image.objects.filter(dataset=dataset).count(), Caption.objects.filter(dataset=dataset).count()) == (500, 2500)
+    assert (Image.objects.filter(dataset=dataset).count(), Caption.objects.filter(dataset=dataset).count()) == (
+        500,
+        2500,
+    )
     assert dataset.status == DatasetStatus.READY
-    assert (dataset.images_done, dataset.images_total, dataset.captions_done, dataset.captions_total) == (500, 500, 2500, 2500)
+    assert (dataset.images_done, dataset.images_total, dataset.captions_done, dataset.captions_total) == (
+        500,
+        500,
+        2500,
+        2500,
+    )
     files_before = stored_files(Path(settings.MEDIA_ROOT))
     assert len(files_before) == 1000  # each image and its thumbnail
 
@@ -163,7 +176,9 @@ def test_missing_paths_are_named_before_anything_is_created(tmp_path):
     with pytest.raises(ApplicationError) as caught:
         dataset_import(name="nothing", captions_path=tmp_path / "nope.json", images_path=tmp_path / "nope")
     errors = caught.value.extra["errors"]
-    assert any("captions file not found" in e for e in errors) and any("images folder or zip not found" in e for e in errors)
+    assert any("captions file not found" in e for e in errors) and any(
+        "images folder or zip not found" in e for e in errors
+    )
     assert not Dataset.objects.filter(name="nothing").exists()
 
 
@@ -176,7 +191,9 @@ def test_pixel_limit_and_allowed_formats_come_from_settings(tmp_path, settings):
     (folder / "tiny.gif").write_bytes(picture_bytes((0, 0, 0), size=(10, 10), fmt="GIF"))
     settings.IMPORT_ALLOWED_FORMATS = ["JPEG", "PNG"]
     path = tmp_path / "captions.jsonl"
-    path.write_text("\n".join(json.dumps({"image": name, "caption": "x"}) for name in ("huge.png", "photo.jpg", "tiny.gif")))
+    path.write_text(
+        "\n".join(json.dumps({"image": name, "caption": "x"}) for name in ("huge.png", "photo.jpg", "tiny.gif"))
+    )
     with pytest.raises(ApplicationError) as caught:
         dataset_import(name="limits", captions_path=path, images_path=folder)
     text = "\n".join(caught.value.extra["errors"])
@@ -205,14 +222,20 @@ def test_zip_with_a_top_folder_and_jsonl_csv_forms(tmp_path):
         zf.writestr("val2014/sub/b.png", picture_bytes((0, 200, 0)))
     jsonl = tmp_path / "captions.jsonl"
     jsonl.write_text(
-        json.dumps({"image": "a.png", "caption": "red"}) + "\n\n"
-        + json.dumps({"image": "sub/b.png", "caption": "green", "image_id": "B", "caption_id": "g1"}) + "\n"
-        + json.dumps({"image": "a.png", "caption": "still red"}) + "\n"
+        json.dumps({"image": "a.png", "caption": "red"})
+        + "\n\n"
+        + json.dumps({"image": "sub/b.png", "caption": "green", "image_id": "B", "caption_id": "g1"})
+        + "\n"
+        + json.dumps({"image": "a.png", "caption": "still red"})
+        + "\n"
     )
     dataset = dataset_import(name="zipped", captions_path=jsonl, images_path=archive)
     assert sorted(Image.objects.filter(dataset=dataset).values_list("source_id", flat=True)) == ["B", "a.png"]
     assert sorted(Caption.objects.filter(dataset=dataset).values_list("source_id", "image__source_id", "text")) == [
-        ("1", "a.png", "red"), ("4", "a.png", "still red"), ("g1", "B", "green")]
+        ("1", "a.png", "red"),
+        ("4", "a.png", "still red"),
+        ("g1", "B", "green"),
+    ]
 
     rows = tmp_path / "captions.csv"
     with open(rows, "w", newline="") as handle:
@@ -222,34 +245,53 @@ def test_zip_with_a_top_folder_and_jsonl_csv_forms(tmp_path):
         writer.writerow(["sub/b.png", "A green square."])
     dataset = dataset_import(name="csv", captions_path=rows, images_path=archive)
     assert sorted(Caption.objects.filter(dataset=dataset).values_list("source_id", "image__source_id", "text")) == [
-        ("2", "a.png", "A red square, with a comma."), ("3", "sub/b.png", "A green square.")]
+        ("2", "a.png", "A red square, with a comma."),
+        ("3", "sub/b.png", "A green square."),
+    ]
 
 
 def test_karpathy_split_keeps_only_the_requested_split(tmp_path):
     path = small_coco(tmp_path, n=4)
     split_file = tmp_path / "dataset_coco.json"
-    split_file.write_text(json.dumps({"images": [
-        {"cocoid": 1, "imgid": 0, "split": "test", "filename": "1.png"},
-        {"cocoid": 2, "imgid": 1, "split": "train", "filename": "2.png"},
-        {"cocoid": 3, "imgid": 2, "split": "restval", "filename": "3.png"},
-        {"cocoid": 4, "imgid": 3, "split": "val", "filename": "4.png"},
-    ]}))
-    dataset = dataset_import(name="karpathy", captions_path=path, images_path=tmp_path / "images",
-                             split_path=split_file, split="train,restval")
+    split_file.write_text(
+        json.dumps(
+            {
+                "images": [
+                    {"cocoid": 1, "imgid": 0, "split": "test", "filename": "1.png"},
+                    {"cocoid": 2, "imgid": 1, "split": "train", "filename": "2.png"},
+                    {"cocoid": 3, "imgid": 2, "split": "restval", "filename": "3.png"},
+                    {"cocoid": 4, "imgid": 3, "split": "val", "filename": "4.png"},
+                ]
+            }
+        )
+    )
+    dataset = dataset_import(
+        name="karpathy",
+        captions_path=path,
+        images_path=tmp_path / "images",
+        split_path=split_file,
+        split="train,restval",
+    )
     assert sorted(Image.objects.filter(dataset=dataset).values_list("source_id", flat=True)) == ["2", "3"]
     assert Caption.objects.filter(dataset=dataset).count() == 4
     assert set(Caption.objects.filter(dataset=dataset).values_list("image__source_id", flat=True)) == {"2", "3"}
     assert dataset.report["images_skipped_by_split"] == 2 and dataset.report["captions_skipped_by_split"] == 4
     with pytest.raises(ApplicationError) as caught:
-        dataset_import(name="karpathy-none", captions_path=path, images_path=tmp_path / "images",
-                       split_path=split_file, split="nosuchsplit")
+        dataset_import(
+            name="karpathy-none",
+            captions_path=path,
+            images_path=tmp_path / "images",
+            split_path=split_file,
+            split="nosuchsplit",
+        )
     assert "lists no images to import in split nosuchsplit" in caught.value.extra["errors"][0]
 
 
 def test_duplicate_files_keep_their_rows_share_one_stored_file_and_are_reported(tmp_path, settings):
     same = picture_bytes((5, 5, 5))
-    path = write_coco(tmp_path, {1: same, 2: picture_bytes((6, 6, 6)), 3: same},
-                      [(10, 1, "one"), (20, 2, "two"), (30, 3, "three")])
+    path = write_coco(
+        tmp_path, {1: same, 2: picture_bytes((6, 6, 6)), 3: same}, [(10, 1, "one"), (20, 2, "two"), (30, 3, "three")]
+    )
     dataset = dataset_import(name="dups", captions_path=path, images_path=tmp_path / "images")
     one, three = Image.objects.get(source_id="1"), Image.objects.get(source_id="3")
     assert one.file.name == three.file.name and one.thumbnail.name == three.thumbnail.name

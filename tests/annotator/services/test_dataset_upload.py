@@ -22,9 +22,11 @@ pytestmark = pytest.mark.django_db
 
 COCO = {
     "images": [{"id": 1, "file_name": "1.png"}, {"id": 2, "file_name": "2.png"}],
-    "annotations": [{"id": 11, "image_id": 1, "caption": "A red box."},
-                    {"id": 12, "image_id": 1, "caption": "A box, red."},
-                    {"id": 21, "image_id": 2, "caption": "A blue box."}],
+    "annotations": [
+        {"id": 11, "image_id": 1, "caption": "A red box."},
+        {"id": 12, "image_id": 1, "caption": "A box, red."},
+        {"id": 21, "image_id": 2, "caption": "A blue box."},
+    ],
 }
 
 
@@ -56,8 +58,9 @@ def counts(dataset) -> tuple[int, int]:
     return Image.objects.filter(dataset=dataset).count(), Caption.objects.filter(dataset=dataset).count()
 
 
-def test_the_upload_is_stored_and_queued_and_nothing_is_imported_in_the_request(requester,
-                                                                                 django_capture_on_commit_callbacks):
+def test_the_upload_is_stored_and_queued_and_nothing_is_imported_in_the_request(
+    requester, django_capture_on_commit_callbacks
+):
     dataset = queued("stored", requester, django_capture_on_commit_callbacks)
     assert dataset.status == DatasetStatus.IMPORTING and dataset.report == {"phase": "queued"}
     assert counts(dataset) == (0, 0)
@@ -79,8 +82,9 @@ def test_a_duplicated_task_imports_once(requester, django_capture_on_commit_call
 
 def test_a_task_arriving_while_another_runs_the_import_does_nothing(requester, django_capture_on_commit_callbacks):
     dataset = queued("busy", requester, django_capture_on_commit_callbacks)
-    Dataset.objects.filter(pk=dataset.pk).update(report={"phase": "checking images", "checked": 1},
-                                                 updated_at=timezone.now())  # another worker's fresh heartbeat
+    Dataset.objects.filter(pk=dataset.pk).update(
+        report={"phase": "checking images", "checked": 1}, updated_at=timezone.now()
+    )  # another worker's fresh heartbeat
     assert dataset_import_task.apply(args=[dataset.pk]).get() == "importing"
     assert counts(dataset) == (0, 0)
     assert dataset_import_task.apply(args=[987654]).get() == "missing"
@@ -89,8 +93,11 @@ def test_a_task_arriving_while_another_runs_the_import_does_nothing(requester, d
 def test_a_stalled_import_is_resumed_without_duplicating_rows(requester, django_capture_on_commit_callbacks):
     """A worker killed after committing the images (no cleanup ran): a later claim resumes the import."""
     dataset = queued("killed", requester, django_capture_on_commit_callbacks)
-    with mock.patch.object(datasets_service, "_write_captions", side_effect=KeyboardInterrupt), \
-            mock.patch.object(datasets_service, "_cleanup"), mock.patch.object(datasets_service, "_dataset_finish"):
+    with (
+        mock.patch.object(datasets_service, "_write_captions", side_effect=KeyboardInterrupt),
+        mock.patch.object(datasets_service, "_cleanup"),
+        mock.patch.object(datasets_service, "_dataset_finish"),
+    ):
         with pytest.raises(KeyboardInterrupt):  # stands for SIGKILL: nothing after it runs
             dataset_import_task.apply(args=[dataset.pk]).get()
     dataset.refresh_from_db()
@@ -101,11 +108,14 @@ def test_a_stalled_import_is_resumed_without_duplicating_rows(requester, django_
     Dataset.objects.filter(pk=dataset.pk).update(updated_at=timezone.now() - timedelta(minutes=11))
     assert dataset_import_task.apply(args=[dataset.pk]).get() == "ready"
     dataset.refresh_from_db()
-    assert counts(dataset) == (2, 3) and dataset.report["images_created"] == 0 and dataset.report["images_unchanged"] == 2
+    assert (
+        counts(dataset) == (2, 3) and dataset.report["images_created"] == 0 and dataset.report["images_unchanged"] == 2
+    )
 
 
-def test_a_refused_upload_fails_with_every_offender_and_its_files_are_removed(requester,
-                                                                              django_capture_on_commit_callbacks):
+def test_a_refused_upload_fails_with_every_offender_and_its_files_are_removed(
+    requester, django_capture_on_commit_callbacks
+):
     coco = {**COCO, "annotations": [*COCO["annotations"], {"id": 31, "image_id": 3, "caption": "orphan"}]}
     dataset = queued("refused", requester, django_capture_on_commit_callbacks, coco=coco, broken_image=True)
     assert dataset_import_task.apply(args=[dataset.pk]).get() == "failed"
@@ -133,8 +143,9 @@ def test_a_refused_addition_leaves_a_ready_dataset_ready(requester, django_captu
     assert counts(dataset) == (2, 3)
 
 
-def test_a_broker_that_is_down_fails_the_import_visibly_and_a_retry_queues_it(requester,
-                                                                              django_capture_on_commit_callbacks):
+def test_a_broker_that_is_down_fails_the_import_visibly_and_a_retry_queues_it(
+    requester, django_capture_on_commit_callbacks
+):
     with mock.patch.object(datasets_service, "enqueue_on_commit", side_effect=ConnectionError("broker down")):
         with pytest.raises(ApplicationError) as error:
             dataset_upload(name="no-broker", owner=requester, **uploads())
@@ -168,14 +179,27 @@ def s3_storage(settings):
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
-                          region_name="us-east-1")
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
     client.create_bucket(Bucket="vericap-uploads")
-    settings.STORAGES = {**settings.STORAGES, "default": {
-        "BACKEND": "storages.backends.s3.S3Storage",
-        "OPTIONS": {"bucket_name": "vericap-uploads", "endpoint_url": endpoint, "access_key": "testing",
-                    "secret_key": "testing", "region_name": "us-east-1"},
-    }}
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": "vericap-uploads",
+                "endpoint_url": endpoint,
+                "access_key": "testing",
+                "secret_key": "testing",
+                "region_name": "us-east-1",
+            },
+        },
+    }
     yield client
     server.stop()
 
@@ -198,8 +222,9 @@ def test_uploads_are_checked_before_anything_is_stored(requester):
     with pytest.raises(ApplicationError, match="is empty"):
         dataset_upload(name="b", owner=requester, captions=SimpleUploadedFile("c.json", b""), images=files["images"])
     with pytest.raises(ApplicationError, match="not a zip archive"):
-        dataset_upload(name="c", owner=requester, captions=files["captions"],
-                       images=SimpleUploadedFile("i.zip", b"plain text"))
+        dataset_upload(
+            name="c", owner=requester, captions=files["captions"], images=SimpleUploadedFile("i.zip", b"plain text")
+        )
     with pytest.raises(ApplicationError, match="1 to 200 characters"):
         dataset_upload(name=" ", owner=requester, **uploads())
     other = user_with_role(Role.REQUESTER, username="someone-else")

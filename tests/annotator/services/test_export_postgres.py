@@ -71,8 +71,13 @@ def test_export_creates_the_table_and_rerunning_updates_instead_of_duplicating(t
     assert len(second) == len(LABELLED_PAIRS) - 1
     assert ("1", "32", "partially_yes") in [row[:3] for row in second]
     models.Label.objects.create(
-        pair=campaign.pairs.get(caption__source_id="12"), method="majority", choice="yes", is_positive=True,
-        is_positive_strict=True, confidence=1.0, answer_count=2,
+        pair=campaign.pairs.get(caption__source_id="12"),
+        method="majority",
+        choice="yes",
+        is_positive=True,
+        is_positive_strict=True,
+        confidence=1.0,
+        answer_count=2,
     )
     result = labels_export_postgres(campaign=campaign, method="majority", dsn=target_dsn, table=TABLE)
     assert (result["inserted"], result["updated"], result["deleted"]) == (1, 0, 0)  # nothing else rewritten
@@ -84,8 +89,13 @@ def test_other_campaigns_rows_are_left_alone(target_dsn):
     labels_export_postgres(campaign=first, method=None, dsn=target_dsn, table=TABLE)
     models.Label.objects.filter(pair__campaign=second).delete()
     models.Label.objects.create(
-        pair=second.pairs.first(), method="majority", choice="yes", is_positive=True, is_positive_strict=True,
-        confidence=1.0, answer_count=1,
+        pair=second.pairs.first(),
+        method="majority",
+        choice="yes",
+        is_positive=True,
+        is_positive_strict=True,
+        confidence=1.0,
+        answer_count=1,
     )
     labels_export_postgres(campaign=second, method=None, dsn=target_dsn, table=TABLE)
     assert len(rows(target_dsn, first.pk)) == len(LABELLED_PAIRS)
@@ -97,8 +107,17 @@ def test_the_command_writes_into_a_schema_qualified_table(target_dsn, capsys):
     with psycopg2.connect(target_dsn) as target, target.cursor() as cursor:
         cursor.execute("CREATE SCHEMA IF NOT EXISTS research")
         cursor.execute("DROP TABLE IF EXISTS research.eccv")
-    call_command("export_labels", "--campaign", str(campaign.pk), "--to", "postgres", "--dsn", target_dsn,
-                 "--table", "research.eccv")
+    call_command(
+        "export_labels",
+        "--campaign",
+        str(campaign.pk),
+        "--to",
+        "postgres",
+        "--dsn",
+        target_dsn,
+        "--table",
+        "research.eccv",
+    )
     assert '"rows": 7' in capsys.readouterr().err
     with psycopg2.connect(target_dsn) as target, target.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM research.eccv")
@@ -122,8 +141,10 @@ def test_a_failing_target_leaves_the_table_as_it_was(target_dsn):
     """A COPY the target refuses (here: a column of the wrong type) rolls back; nothing half-written stays."""
     campaign = research_campaign()
     with psycopg2.connect(target_dsn) as target, target.cursor() as cursor:
-        cursor.execute(f"CREATE TABLE {TABLE} (campaign_id bigint, pair_id bigint, method text, kind integer, "
-                       "PRIMARY KEY (campaign_id, pair_id, method))")
+        cursor.execute(
+            f"CREATE TABLE {TABLE} (campaign_id bigint, pair_id bigint, method text, kind integer, "
+            "PRIMARY KEY (campaign_id, pair_id, method))"
+        )
     with pytest.raises(ApplicationError, match="refused"):
         labels_export_postgres(campaign=campaign, method=None, dsn=target_dsn, table=TABLE)
     with psycopg2.connect(target_dsn) as target, target.cursor() as cursor:

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.django_db
 
 def export_bytes(campaign, fmt, variant="lenient", merge_original=False, method="majority") -> bytes:
     out = io.BytesIO()
-    labels_write(out=out, campaign_id=campaign.pk, format=fmt, method=method, variant=variant,
-                 merge_original=merge_original)
+    labels_write(
+        out=out, campaign_id=campaign.pk, format=fmt, method=method, variant=variant, merge_original=merge_original
+    )
     return out.getvalue()
 
 
@@ -43,9 +44,7 @@ def test_other_methods_and_campaigns_are_not_exported():
     campaign = research_campaign()
     other = research_campaign()
     factories.LabelFactory(pair=campaign.pairs.get(caption__source_id="32"), method="dawid_skene")
-    assert json.loads(export_bytes(campaign, "eccv_json", method="dawid_skene")) == {
-        "i2t": {"1": [32]}, "t2i": {}
-    }
+    assert json.loads(export_bytes(campaign, "eccv_json", method="dawid_skene")) == {"i2t": {"1": [32]}, "t2i": {}}
     assert json.loads(export_bytes(other, "eccv_json")) == EXPECTED[("lenient", False)]
 
 
@@ -60,7 +59,10 @@ def test_non_numeric_source_ids_are_json_strings(image, caption):
     factories.LabelFactory(pair=pair)
     text = export_bytes(campaign, "eccv_json").decode()
     as_value = (lambda v: int(v)) if caption in ("0",) else str
-    assert json.loads(text) == {"i2t": {image: [as_value(caption)]}, "t2i": {caption: [int(image) if image == "-12" else image]}}
+    assert json.loads(text) == {
+        "i2t": {image: [as_value(caption)]},
+        "t2i": {caption: [int(image) if image == "-12" else image]},
+    }
 
 
 def test_jsonl_has_every_approved_answer_provenance_label_and_pseudonym():
@@ -70,13 +72,26 @@ def test_jsonl_has_every_approved_answer_provenance_label_and_pseudonym():
     first = lines[0]
     assert (first["image"], first["caption"], first["stage"], first["is_original"]) == ("1", "11", "i2t", True)
     assert first["provenance"] == [
-        {"annotator": "tfidf", "annotator_kind": "tfidf_pivot", "run": first["provenance"][0]["run"],
-         "direction": "i2t", "rank": 1, "score": pytest.approx(0.9)}
+        {
+            "annotator": "tfidf",
+            "annotator_kind": "tfidf_pivot",
+            "run": first["provenance"][0]["run"],
+            "direction": "i2t",
+            "rank": 1,
+            "score": pytest.approx(0.9),
+        }
     ]
     assert first["label"]["choice"] == "yes" and first["label"]["confidence"] == 0.75
     assert first["answers"] == [
-        {"worker": "w-alpha", "choice": "yes", "score": None, "shortcomings": [], "wrong_aspects": [],
-         "comment": "<b>11</b>", "seconds_spent": 3.0}
+        {
+            "worker": "w-alpha",
+            "choice": "yes",
+            "score": None,
+            "shortcomings": [],
+            "wrong_aspects": [],
+            "comment": "<b>11</b>",
+            "seconds_spent": 3.0,
+        }
     ]
     partial = next(line for line in lines if line["caption"] == "31")
     assert partial["answers"][0]["shortcomings"] == ["extra_concepts"]

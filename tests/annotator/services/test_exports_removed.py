@@ -33,7 +33,10 @@ def propose(campaign, caption_source, *, kind=models.CleanupKind.NOT_A_DESCRIPTI
     caption = models.Caption.objects.get(dataset=campaign.dataset, source_id=caption_source)
     pair = campaign.pairs.filter(caption=caption, is_original=True).first()
     return models.CleanupProposal.objects.create(
-        campaign=campaign, kind=kind, caption=caption, status=status,
+        campaign=campaign,
+        kind=kind,
+        caption=caption,
+        status=status,
         pair=pair if kind == models.CleanupKind.ORIGINAL_REJECTED else None,
     )
 
@@ -51,8 +54,9 @@ def with_cleanup(campaign):
 
 def export_bytes(campaign, fmt, variant="lenient", merge_original=False) -> bytes:
     out = io.BytesIO()
-    labels_write(out=out, campaign_id=campaign.pk, format=fmt, method="majority", variant=variant,
-                 merge_original=merge_original)
+    labels_write(
+        out=out, campaign_id=campaign.pk, format=fmt, method="majority", variant=variant, merge_original=merge_original
+    )
     return out.getvalue()
 
 
@@ -108,7 +112,9 @@ def test_caption_caption_pairs_go_when_either_caption_is_removed(removed_side):
         factories.LabelFactory(pair=pair, method="majority", score=4.0)
     removed = first if removed_side == "caption" else second
     models.CleanupProposal.objects.create(
-        campaign=campaign, kind=models.CleanupKind.NOT_A_DESCRIPTION, caption=removed,
+        campaign=campaign,
+        kind=models.CleanupKind.NOT_A_DESCRIPTION,
+        caption=removed,
         status=models.CleanupStatus.CONFIRMED,
     )
     lines = [json.loads(line) for line in export_bytes(campaign, "jsonl").decode().splitlines()]
@@ -129,7 +135,8 @@ def test_evaluation_counts_a_removed_caption_as_no_positive():
         for direction, expected in EXPECTED_AFTER_REMOVAL[("lenient", True)].items()
     }
     assert original_label_map(campaign=campaign, queries={"i2t": {"1": [], "2": []}, "t2i": {"22": []}}) == {
-        "i2t": {"1": ["11"], "2": ["21"]}, "t2i": {},
+        "i2t": {"1": ["11"], "2": ["21"]},
+        "t2i": {},
     }
     # A model that ranks the removed caption first misses at R@1, against the verified and the original labels.
     outcome = campaign_evaluate(campaign=campaign, rankings={"i2t": {"1": ["22", "12", "11"]}, "t2i": {}})

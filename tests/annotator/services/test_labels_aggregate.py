@@ -54,7 +54,9 @@ def test_similarity_uses_the_mean_and_refuses_voting_methods():
     hit = hit_with_gold(candidates=1, redundancy=2, scale=Scale.SIMILARITY)
     for value in (4.0, 2.5):
         assignment_approve(
-            assignment=submit(hit, score={ItemRole.CANDIDATE: value, ItemRole.GOLD_POSITIVE: 5.0, ItemRole.GOLD_NEGATIVE: 0.0})
+            assignment=submit(
+                hit, score={ItemRole.CANDIDATE: value, ItemRole.GOLD_POSITIVE: 5.0, ItemRole.GOLD_NEGATIVE: 0.0}
+            )
         )
     assert labels_aggregate(campaign=hit.campaign)["labels"] == {"mean": 3}
     label = Label.objects.get(pair__hit_items__role=ItemRole.CANDIDATE, method="mean")

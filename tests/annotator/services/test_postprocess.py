@@ -43,8 +43,15 @@ def test_detect_lists_bad_captions_and_rejected_originals_then_requester_decides
     bad = CaptionFactory(dataset=campaign.dataset, image=image, text="There is no image to be reviewed on this hit.")
     fine = CaptionFactory(dataset=campaign.dataset, image=image, text="Two red kites over a sandy beach.")
     original = PairFactory(campaign=campaign, image=image, caption=fine, is_original=True)
-    Label.objects.create(pair=original, method="majority", choice="no", is_positive=False, is_positive_strict=False,
-                         confidence=1.0, answer_count=3)
+    Label.objects.create(
+        pair=original,
+        method="majority",
+        choice="no",
+        is_positive=False,
+        is_positive_strict=False,
+        confidence=1.0,
+        answer_count=3,
+    )
     found = cleanup_detect(campaign=campaign)
     assert found == {"not_description": 1, "original_rejected": 1}
     assert cleanup_detect(campaign=campaign) == found  # idempotent: no duplicates
@@ -64,8 +71,9 @@ def test_detect_lists_bad_captions_and_rejected_originals_then_requester_decides
 def _dataset_pair(campaign):
     image = ImageFactory(dataset=campaign.dataset, source_id="391895")
     caption = CaptionFactory(dataset=campaign.dataset, image=image, source_id="770337")
-    other = CaptionFactory(dataset=campaign.dataset, image=ImageFactory(dataset=campaign.dataset, source_id="9"),
-                           source_id="12")
+    other = CaptionFactory(
+        dataset=campaign.dataset, image=ImageFactory(dataset=campaign.dataset, source_id="9"), source_id="12"
+    )
     return image, caption, other
 
 
@@ -94,7 +102,10 @@ def test_import_eccv_json_positives():
     data = {"i2t": {"391895": [770337, 12]}, "t2i": {"770337": [391895]}}
     report = labels_import_external(campaign=campaign, content=json.dumps(data), fmt="eccv_json", source="ECCV")
     assert (report["labels"], report["positives"]) == (2, 2)
-    assert set(Label.objects.filter(method="external").values_list("pair__caption__source_id", flat=True)) == {"770337", "12"}
+    assert set(Label.objects.filter(method="external").values_list("pair__caption__source_id", flat=True)) == {
+        "770337",
+        "12",
+    }
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,12 @@ def test_approve_records_actor_reason_and_completes_hit():
     assignment = assignment_approve(assignment=submit(hit), actor=requester, reason="looks fine")
     assert assignment.status == AssignmentStatus.APPROVED and assignment.decided_at is not None
     event = assignment.events.get()
-    assert (event.from_status, event.to_status, event.actor, event.reason) == ("submitted", "approved", requester, "looks fine")
+    assert (event.from_status, event.to_status, event.actor, event.reason) == (
+        "submitted",
+        "approved",
+        requester,
+        "looks fine",
+    )
     hit.refresh_from_db()
     assert hit.status == HitStatus.COMPLETE
 

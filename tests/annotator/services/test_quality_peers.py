@@ -26,15 +26,21 @@ def _peers(hit, n=2, candidate="no"):
 
 def test_without_tolerance_any_gold_miss_goes_to_review():
     hit = hit_with_gold(candidates=8, tolerated_gold_misses=0)
-    assert assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="mostly_no").pk).flags == [FLAG_GOLD_FAILED]
+    assert assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="mostly_no").pk).flags == [
+        FLAG_GOLD_FAILED
+    ]
 
 
 def test_tolerated_miss_of_a_trusted_worker_is_forgiven_at_once():
     """A worker with a clean qualification (6/6) behind them: one slip in a HIT does not go to review."""
     hit = hit_with_gold(candidates=8, tolerated_gold_misses=1)
     worker = WorkerFactory()
-    QualificationAttempt.objects.create(worker=worker, campaign=hit.campaign, items=[1, 2, 3, 4, 5, 6], score=1.0, passed=True)
-    assignment = assignment_score(assignment_id=submit(hit, worker=worker, candidate="no", gold_positive="mostly_no").pk)
+    QualificationAttempt.objects.create(
+        worker=worker, campaign=hit.campaign, items=[1, 2, 3, 4, 5, 6], score=1.0, passed=True
+    )
+    assignment = assignment_score(
+        assignment_id=submit(hit, worker=worker, candidate="no", gold_positive="mostly_no").pk
+    )
     assert assignment.flags == [] and assignment.auto_approve_at is not None
 
 

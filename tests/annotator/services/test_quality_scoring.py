@@ -130,8 +130,10 @@ def test_a_gold_item_the_crowd_contradicts_stops_counting():
 
     first = hit_with_gold(redundancy=9)
     negative = first.items.get(role=ItemRole.GOLD_NEGATIVE)
-    scored = [assignment_score(assignment_id=submit(first, candidate="no", gold_negative="partially_yes").pk)
-              for _ in range(5)]
+    scored = [
+        assignment_score(assignment_id=submit(first, candidate="no", gold_negative="partially_yes").pk)
+        for _ in range(5)
+    ]
     assert all(a.flags == [FLAG_GOLD_FAILED] for a in scored)
     assert gold_pairs_disputed(campaign=first.campaign) == {negative.pair_id: (5, 5)}
     second = HitFactory(campaign=first.campaign, assignments_required=1)

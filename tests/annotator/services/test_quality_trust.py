@@ -18,7 +18,9 @@ def test_soft_block_after_enough_guessing_and_pending_work_goes_to_review():
     scored = []
     for candidate in ("yes", "no", "mostly_no"):
         hit = hit_with_gold()
-        scored.append(assignment_score(assignment_id=submit(hit, worker=worker, candidate=candidate, gold_negative="yes").pk))
+        scored.append(
+            assignment_score(assignment_id=submit(hit, worker=worker, candidate=candidate, gold_negative="yes").pk)
+        )
     worker.refresh_from_db()
     assert (worker.gold_correct, worker.gold_total) == (3, 6)
     assert worker.soft_blocked and not worker.blocked
@@ -39,7 +41,9 @@ def test_soft_block_flags_work_waiting_for_auto_approval(django_capture_on_commi
     assert good.flags == [] and good.auto_approve_at is not None
     with django_capture_on_commit_callbacks(execute=True):  # the flagging runs once the block commits
         for _ in range(4):  # 6 of 10 gold right: P(guessing) = 0.98
-            assignment_score(assignment_id=submit(hit_with_gold(), worker=worker, candidate="no", gold_positive="mostly_no").pk)
+            assignment_score(
+                assignment_id=submit(hit_with_gold(), worker=worker, candidate="no", gold_positive="mostly_no").pk
+            )
     good.refresh_from_db()
     assert good.flags == [FLAG_LOW_TRUST] and good.auto_approve_at is None
     assert good.status == AssignmentStatus.SUBMITTED

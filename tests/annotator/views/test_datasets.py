@@ -67,11 +67,27 @@ def test_detail_is_paginated(client, requester):
 
 
 def test_list_shows_import_progress_and_a_refused_import_lists_its_offenders(client, requester):
-    DatasetFactory(name="busy", owner=requester, status=DatasetStatus.IMPORTING, images_total=200, images_done=100,
-                   captions_total=0, captions_done=0)
-    failed = DatasetFactory(name="refused", owner=requester, status=DatasetStatus.FAILED, report={
-        "errors": ["image 2 (images[1]): file '2.png' is not a readable image", "caption 13 (annotations[2]): refers to unknown image 999"],
-        "error_count": 2})
+    DatasetFactory(
+        name="busy",
+        owner=requester,
+        status=DatasetStatus.IMPORTING,
+        images_total=200,
+        images_done=100,
+        captions_total=0,
+        captions_done=0,
+    )
+    failed = DatasetFactory(
+        name="refused",
+        owner=requester,
+        status=DatasetStatus.FAILED,
+        report={
+            "errors": [
+                "image 2 (images[1]): file '2.png' is not a readable image",
+                "caption 13 (annotations[2]): refers to unknown image 999",
+            ],
+            "error_count": 2,
+        },
+    )
     client.force_login(requester)
     listing = client.get(reverse("dataset-list")).content.decode()
     assert 'aria-valuenow="50"' in listing and "100/200 images" in listing
@@ -80,11 +96,14 @@ def test_list_shows_import_progress_and_a_refused_import_lists_its_offenders(cli
     assert "file &#x27;2.png&#x27; is not a readable image" in detail and "refers to unknown image 999" in detail
 
 
-@pytest.mark.parametrize(("role", "expected", "absent"), [
-    (Role.REQUESTER, ["/datasets/", "/campaigns/", "/research/"], ["/work/"]),
-    (Role.WORKER, ["/work/"], ["/datasets/", "/campaigns/", "/research/"]),
-    (Role.RESEARCHER, ["/research/"], ["/datasets/", "/campaigns/", "/work/"]),
-])
+@pytest.mark.parametrize(
+    ("role", "expected", "absent"),
+    [
+        (Role.REQUESTER, ["/datasets/", "/campaigns/", "/research/"], ["/work/"]),
+        (Role.WORKER, ["/work/"], ["/datasets/", "/campaigns/", "/research/"]),
+        (Role.RESEARCHER, ["/research/"], ["/datasets/", "/campaigns/", "/work/"]),
+    ],
+)
 def test_home_links_each_role_to_its_pages(client, role, expected, absent):
     client.force_login(user_with_role(role))
     page = client.get(reverse("home")).content.decode()
@@ -114,18 +133,23 @@ def _upload_files(tmp_path, *, corrupt=False):
             buffer = io.BytesIO()
             PILImage.new("RGB", (30, 20), colour).save(buffer, format="PNG")
             zf.writestr(f"{image_id}.png", buffer.getvalue()[:40] if corrupt and image_id == 2 else buffer.getvalue())
-    coco = {"images": [{"id": 1, "file_name": "1.png"}, {"id": 2, "file_name": "2.png"}],
-            "annotations": [{"id": 11, "image_id": 1, "caption": "A red box."},
-                            {"id": 21, "image_id": 2, "caption": "A blue box."},
-                            {"id": 31, "image_id": 3, "caption": "Nobody's picture."}][: 3 if corrupt else 2]}
+    coco = {
+        "images": [{"id": 1, "file_name": "1.png"}, {"id": 2, "file_name": "2.png"}],
+        "annotations": [
+            {"id": 11, "image_id": 1, "caption": "A red box."},
+            {"id": 21, "image_id": 2, "caption": "A blue box."},
+            {"id": 31, "image_id": 3, "caption": "Nobody's picture."},
+        ][: 3 if corrupt else 2],
+    }
     return {
         "captions": SimpleUploadedFile("captions.json", json.dumps(coco).encode(), content_type="application/json"),
         "images": SimpleUploadedFile("my images.zip", archive.getvalue(), content_type="application/zip"),
     }
 
 
-def test_a_requester_imports_from_the_browser_and_owns_the_dataset(client, requester, tmp_path,
-                                                                   django_capture_on_commit_callbacks):
+def test_a_requester_imports_from_the_browser_and_owns_the_dataset(
+    client, requester, tmp_path, django_capture_on_commit_callbacks
+):
     """The request stores the upload and answers at once (importing); the task imports it after commit."""
     from annotator.models import Dataset
 
@@ -159,13 +183,16 @@ def test_with_eager_celery_the_page_import_finishes_within_the_request(client, t
     assert "Imported 2 images and 2 captions into eager." in client.get(response.url).content.decode()
 
 
-def test_a_refused_upload_fails_and_its_page_names_every_offender(client, requester, tmp_path,
-                                                                  django_capture_on_commit_callbacks):
+def test_a_refused_upload_fails_and_its_page_names_every_offender(
+    client, requester, tmp_path, django_capture_on_commit_callbacks
+):
     from annotator.models import Dataset, Image
 
     client.force_login(requester)
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(reverse("dataset-import"), {"name": "bad-upload", **_upload_files(tmp_path, corrupt=True)})
+        response = client.post(
+            reverse("dataset-import"), {"name": "bad-upload", **_upload_files(tmp_path, corrupt=True)}
+        )
     dataset = Dataset.objects.get(name="bad-upload")
     assert response.status_code == 302 and response.url == reverse("dataset-detail", args=[dataset.pk])
     assert dataset.status == DatasetStatus.FAILED and dataset.report["error_count"] == 2
@@ -191,7 +218,9 @@ def test_upload_form_errors_and_roles(client, requester, tmp_path):
     not_zip["images"] = SimpleUploadedFile("images.zip", b"this is not a zip", content_type="application/zip")
     refused = client.post(reverse("dataset-import"), {"name": "not-zip", **not_zip})
     assert refused.status_code == 400 and "The images file is not a zip archive." in refused.content.decode()
-    split_name_only = client.post(reverse("dataset-import"), {"name": "split", "split": "test", **_upload_files(tmp_path)})
+    split_name_only = client.post(
+        reverse("dataset-import"), {"name": "split", "split": "test", **_upload_files(tmp_path)}
+    )
     assert split_name_only.status_code == 400 and "split file and the split name" in split_name_only.content.decode()
     client.force_login(user_with_role(Role.WORKER))
     assert client.post(reverse("dataset-import"), {"name": "x", **_upload_files(tmp_path)}).status_code == 403
@@ -205,8 +234,9 @@ def test_an_upload_into_a_dataset_that_is_importing_is_refused(client, requester
     assert response.status_code == 409 and "is importing already" in response.content.decode()
 
 
-def test_a_stalled_import_offers_a_retry_that_resumes_it(client, requester, tmp_path,
-                                                         django_capture_on_commit_callbacks):
+def test_a_stalled_import_offers_a_retry_that_resumes_it(
+    client, requester, tmp_path, django_capture_on_commit_callbacks
+):
     """A worker that died leaves the dataset importing with no progress: its page says so and a retry imports
     the stored upload."""
     from datetime import timedelta
@@ -221,8 +251,9 @@ def test_a_stalled_import_offers_a_retry_that_resumes_it(client, requester, tmp_
     dataset = Dataset.objects.get(name="stalled")
     detail = reverse("dataset-detail", args=[dataset.pk])
     assert "Retry the import" not in client.get(detail).content.decode()  # still fresh: no retry yet
-    Dataset.objects.filter(pk=dataset.pk).update(report={"phase": "checking images", "checked": 0},
-                                                 updated_at=timezone.now() - timedelta(minutes=11))
+    Dataset.objects.filter(pk=dataset.pk).update(
+        report={"phase": "checking images", "checked": 0}, updated_at=timezone.now() - timedelta(minutes=11)
+    )
     page = client.get(detail).content.decode()
     assert "No progress since" in page and "Retry the import" in page and 'http-equiv="refresh"' not in page
     with django_capture_on_commit_callbacks(execute=True):
@@ -246,7 +277,9 @@ def test_list_counts_images_and_captions_without_joining_them(client, requester)
             CaptionFactory(image=image)
     DatasetFactory(owner=requester, name="empty")
     sql = str(dataset_list_visible(user=requester).query).upper()
-    assert "JOIN \"ANNOTATOR_IMAGE\"" not in sql and "JOIN \"ANNOTATOR_CAPTION\"" not in sql
+    assert 'JOIN "ANNOTATOR_IMAGE"' not in sql and 'JOIN "ANNOTATOR_CAPTION"' not in sql
     client.force_login(requester)
-    rows = {d.name: (d.image_count, d.caption_count) for d, _p in client.get(reverse("dataset-list")).context["datasets"]}
+    rows = {
+        d.name: (d.image_count, d.caption_count) for d, _p in client.get(reverse("dataset-list")).context["datasets"]
+    }
     assert rows == {dataset.name: (3, 15), "empty": (0, 0)}

@@ -25,13 +25,17 @@ def owned_dataset(user):
     return dataset
 
 
-def test_requester_ranks_from_the_dataset_page_and_sees_the_result(client, requester, django_capture_on_commit_callbacks):
+def test_requester_ranks_from_the_dataset_page_and_sees_the_result(
+    client, requester, django_capture_on_commit_callbacks
+):
     dataset = owned_dataset(requester)
     page = client.get(reverse("dataset-ranking", args=[dataset.pk]))
     assert page.status_code == 200
     assert b"Rank with" in page.content and b"tfidf_pivot (built in)" in page.content
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(reverse("ranking-start", args=[dataset.pk]), {"annotator": "kind:tfidf_pivot", "top_k": "3"})
+        response = client.post(
+            reverse("ranking-start", args=[dataset.pk]), {"annotator": "kind:tfidf_pivot", "top_k": "3"}
+        )
     run = models.RankingRun.objects.get(dataset=dataset)
     assert response.status_code == 302 and response.url == reverse("ranking-run", args=[run.pk])
     assert run.status == models.RunStatus.SUCCEEDED  # eager Celery in tests: it ran at commit
@@ -60,7 +64,9 @@ def test_workers_and_anonymous_users_cannot_reach_ranking(client):
     client.force_login(factories.user_with_role(models.Role.WORKER))
     assert client.get(reverse("ranking-run", args=[run.pk])).status_code == 403
     assert client.get(reverse("ranking-run-progress", args=[run.pk])).status_code == 403
-    assert client.post(reverse("ranking-start", args=[dataset.pk]), {"annotator": "kind:tfidf_pivot"}).status_code == 403
+    assert (
+        client.post(reverse("ranking-start", args=[dataset.pk]), {"annotator": "kind:tfidf_pivot"}).status_code == 403
+    )
     assert not models.RankingRun.objects.exclude(pk=run.pk).exists()
 
 
@@ -140,7 +146,9 @@ def test_ranking_panel_tag_renders_in_any_template(rf, requester):
     annotator_register(name="tfidf", kind="tfidf_pivot")
     request = rf.get("/")
     request.user = requester
-    html = Template("{% load ranking %}{% ranking_panel dataset %}").render(Context({"dataset": dataset, "request": request}))
+    html = Template("{% load ranking %}{% ranking_panel dataset %}").render(
+        Context({"dataset": dataset, "request": request})
+    )
     assert "Machine annotators" in html and "tfidf (tfidf_pivot)" in html
 
 
@@ -156,4 +164,6 @@ def test_the_dataset_page_carries_the_ranking_panel(client, requester):
     dataset = owned_dataset(requester)
     page = client.get(reverse("dataset-detail", args=[dataset.pk]))
     assert page.status_code == 200
-    assert b"Machine annotators" in page.content and reverse("ranking-start", args=[dataset.pk]).encode() in page.content
+    assert (
+        b"Machine annotators" in page.content and reverse("ranking-start", args=[dataset.pk]).encode() in page.content
+    )

@@ -37,7 +37,9 @@ def test_campaign_page_export_and_download(client, researcher, django_capture_on
     page = client.get(f"/research/campaigns/{campaign.pk}/")
     assert page.status_code == 200 and "Start export" in page.content.decode()
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(f"/research/campaigns/{campaign.pk}/export", {"format": "eccv_json", "variant": "strict"})
+        response = client.post(
+            f"/research/campaigns/{campaign.pk}/export", {"format": "eccv_json", "variant": "strict"}
+        )
     assert response.status_code == 302
     job = models.ExportJob.objects.get(campaign=campaign)
     assert job.status == "succeeded"
@@ -59,7 +61,9 @@ def test_evaluation_form_shows_verified_and_original_scores(client, researcher):
     campaign.shared_with.add(researcher)
     upload = io.BytesIO(json.dumps({"i2t": {"1": ["11", "12", "21", "99", "31"]}, "t2i": {"22": [2, 3, 1]}}).encode())
     upload.name = "rankings.json"
-    response = client.post(f"/research/campaigns/{campaign.pk}/evaluate", {"name": "<script>m</script>", "rankings": upload})
+    response = client.post(
+        f"/research/campaigns/{campaign.pk}/evaluate", {"name": "<script>m</script>", "rankings": upload}
+    )
     assert response.status_code == 302
     html = client.get(f"/research/campaigns/{campaign.pk}/").content.decode()
     assert "&lt;script&gt;m&lt;/script&gt;" in html and "<script>m" not in html

@@ -93,7 +93,9 @@ def test_bulk_refuses_assignments_of_another_campaign(client, flagged):
     owner, campaign, _ = flagged
     stranger = assignment_score(assignment_id=submit(hit_with_gold(), gold_positive="no").pk)
     client.force_login(owner)
-    response = client.post(reverse("review-bulk", args=[campaign.pk]), {"assignment": [stranger.pk], "decision": "approve"})
+    response = client.post(
+        reverse("review-bulk", args=[campaign.pk]), {"assignment": [stranger.pk], "decision": "approve"}
+    )
     assert response.status_code == 404
     stranger.refresh_from_db()
     assert stranger.status == AssignmentStatus.SUBMITTED
@@ -114,7 +116,12 @@ def test_block_and_unblock_a_worker_of_the_campaign(client, flagged):
     assert client.post(url, {"reason": "copy-paste answers"}).status_code == 302
     worker.refresh_from_db()
     assert worker.blocked and worker.trust_events.get().actor == owner
-    assert client.post(reverse("review-worker", args=[campaign.pk, worker.pk, "unblock"]), {"reason": "appeal"}).status_code == 302
+    assert (
+        client.post(
+            reverse("review-worker", args=[campaign.pk, worker.pk, "unblock"]), {"reason": "appeal"}
+        ).status_code
+        == 302
+    )
     worker.refresh_from_db()
     assert not worker.blocked and worker.trust_events.count() == 2
 
@@ -123,8 +130,7 @@ def test_import_cxc_csv_through_the_page(client, flagged):
     owner, campaign, _ = flagged
     pair = campaign.pairs.first()
     csv_text = (
-        "caption,image,agg_score,sampling_method\n"
-        f"{pair.caption.source_id},{pair.image.source_id},3.4,c2i_intermodal\n"
+        f"caption,image,agg_score,sampling_method\n{pair.caption.source_id},{pair.image.source_id},3.4,c2i_intermodal\n"
     )
     client.force_login(owner)
     response = client.post(

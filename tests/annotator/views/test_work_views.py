@@ -41,8 +41,9 @@ def worker_client(campaign=None, qualified=True):
     client.force_login(user)
     worker = worker_for_user(user=user)
     if campaign is not None and qualified:
-        QualificationAttempt.objects.create(worker=worker, campaign=campaign, items=[], passed=True, score=1.0,
-                                            finished_at=timezone.now())
+        QualificationAttempt.objects.create(
+            worker=worker, campaign=campaign, items=[], passed=True, score=1.0, finished_at=timezone.now()
+        )
     return client, worker
 
 
@@ -59,8 +60,13 @@ def post_json(client, url, body):
 def test_hit_page_shows_items_without_gold_roles_pair_ids_or_provenance():
     campaign = live_campaign_with_hits(hits=1, candidates=2)
     hit = campaign.hits.get()
-    PairSource.objects.create(pair=hit.items.first().pair, run=RankingRunFactory(dataset=campaign.dataset),
-                              direction="i2t", rank=1, score=0.987654)
+    PairSource.objects.create(
+        pair=hit.items.first().pair,
+        run=RankingRunFactory(dataset=campaign.dataset),
+        direction="i2t",
+        rank=1,
+        score=0.987654,
+    )
     client, worker = worker_client(campaign)
     assignment = claim(client, campaign)
     html = client.get(reverse("work_hit", args=[assignment.pk])).content.decode()
@@ -68,11 +74,19 @@ def test_hit_page_shows_items_without_gold_roles_pair_ids_or_provenance():
     for word in ("gold", "gold_positive", "gold_negative", "candidate", "is_original", "0.987654", "annotator-"):
         assert word not in html.lower(), word
     for item in hit.items.all():
-        assert f"pair-{item.pair_id}\"" not in html and f'data-pair="{item.pair_id}"' not in html
+        assert f'pair-{item.pair_id}"' not in html and f'data-pair="{item.pair_id}"' not in html
         assert item.pair.caption.text in html
     data = json.loads(re.search(r'<script id="page-data" type="application/json">(.*?)</script>', html, re.S).group(1))
-    assert set(data) == {"answerUrl", "submitUrl", "scale", "followups", "expiresAt", "answers", "editable",
-                         "campaignId"}
+    assert set(data) == {
+        "answerUrl",
+        "submitUrl",
+        "scale",
+        "followups",
+        "expiresAt",
+        "answers",
+        "editable",
+        "campaignId",
+    }
 
 
 def test_autosave_and_reload_returns_own_answers_only():
@@ -82,12 +96,24 @@ def test_autosave_and_reload_returns_own_answers_only():
     mine, theirs = claim(client, campaign), claim(other_client, campaign)
     assert mine.hit_id == theirs.hit_id
     tokens = list(hit_item_tokens(hit=mine.hit))
-    response = post_json(other_client, reverse("work_answer", args=[theirs.pk]),
-                         {"item_token": tokens[0], "choice": "no", "comment": "THEIR-SECRET-COMMENT"})
+    response = post_json(
+        other_client,
+        reverse("work_answer", args=[theirs.pk]),
+        {"item_token": tokens[0], "choice": "no", "comment": "THEIR-SECRET-COMMENT"},
+    )
     assert response.status_code == 200
-    response = post_json(client, reverse("work_answer", args=[mine.pk]),
-                         {"item_token": tokens[0], "choice": "mostly_no", "shortcomings": ["wrong_way"],
-                          "wrong_aspects": ["color"], "comment": "<script>alert(1)</script>", "seconds_spent": 5})
+    response = post_json(
+        client,
+        reverse("work_answer", args=[mine.pk]),
+        {
+            "item_token": tokens[0],
+            "choice": "mostly_no",
+            "shortcomings": ["wrong_way"],
+            "wrong_aspects": ["color"],
+            "comment": "<script>alert(1)</script>",
+            "seconds_spent": 5,
+        },
+    )
     assert response.json() == {"saved": True, "complete": True, "missing": None}
     html = client.get(reverse("work_hit", args=[mine.pk])).content.decode()
     assert "THEIR-SECRET-COMMENT" not in html
@@ -102,8 +128,12 @@ def test_another_workers_assignment_is_404_everywhere():
     assignment = claim(client, campaign)
     token = next(iter(hit_item_tokens(hit=assignment.hit)))
     assert other_client.get(reverse("work_hit", args=[assignment.pk])).status_code == 404
-    assert post_json(other_client, reverse("work_answer", args=[assignment.pk]),
-                     {"item_token": token, "choice": "yes"}).status_code == 404
+    assert (
+        post_json(
+            other_client, reverse("work_answer", args=[assignment.pk]), {"item_token": token, "choice": "yes"}
+        ).status_code
+        == 404
+    )
     assert post_json(other_client, reverse("work_submit", args=[assignment.pk]), {"answers": []}).status_code == 404
     assert other_client.post(reverse("work_return", args=[assignment.pk])).status_code == 404
     assert not Answer.objects.exists()
@@ -125,22 +155,29 @@ def test_autosave_needs_csrf():
     _, worker = worker_client(campaign)
     client = Client(enforce_csrf_checks=True)
     client.force_login(worker.user)
-    assignment = Assignment.objects.create(hit=campaign.hits.get(), worker=worker,
-                                           expires_at=timezone.now() + timezone.timedelta(minutes=5))
+    assignment = Assignment.objects.create(
+        hit=campaign.hits.get(), worker=worker, expires_at=timezone.now() + timezone.timedelta(minutes=5)
+    )
     token = next(iter(hit_item_tokens(hit=assignment.hit)))
     response = post_json(client, reverse("work_answer", args=[assignment.pk]), {"item_token": token, "choice": "yes"})
     assert response.status_code == 403
     assert not Answer.objects.exists()
 
 
-@pytest.mark.parametrize("body", ["not json", "[1, 2]", '{"item_token": "x", "choice": "yes"}',
-                                  '{"item_token": null, "shortcomings": "wrong_way"}'])
+@pytest.mark.parametrize(
+    "body",
+    ["not json", "[1, 2]", '{"item_token": "x", "choice": "yes"}', '{"item_token": null, "shortcomings": "wrong_way"}'],
+)
 def test_bad_autosave_input_is_a_400_with_a_message(body):
     campaign = live_campaign_with_hits(hits=1)
     client, _ = worker_client(campaign)
     assignment = claim(client, campaign)
-    response = client.post(reverse("work_answer", args=[assignment.pk]), data=body, content_type="application/json",
-                           HTTP_ACCEPT="application/json")
+    response = client.post(
+        reverse("work_answer", args=[assignment.pk]),
+        data=body,
+        content_type="application/json",
+        HTTP_ACCEPT="application/json",
+    )
     assert response.status_code == 400
     assert response.json()["error"]
 
@@ -195,7 +232,8 @@ def test_qualification_page_posts_answers_and_unlocks_start():
     campaign = live_campaign_with_hits(hits=1, qualification_items=2)
     client, worker = worker_client(campaign, qualified=False)
     assert client.post(reverse("work_claim", args=[campaign.pk]))["Location"] == reverse(
-        "work_qualification", args=[campaign.pk])
+        "work_qualification", args=[campaign.pk]
+    )
     html = client.get(reverse("work_qualification", args=[campaign.pk])).content.decode()
     assert "gold" not in html.lower()
     attempt = QualificationAttempt.objects.get(worker=worker)
@@ -208,8 +246,10 @@ def test_qualification_page_posts_answers_and_unlocks_start():
 
 def test_signup_login_logout():
     client = Client()
-    response = client.post(reverse("signup"), {"username": "newbie", "password": "a-long-passphrase",
-                                               "password_again": "a-long-passphrase"})
+    response = client.post(
+        reverse("signup"),
+        {"username": "newbie", "password": "a-long-passphrase", "password_again": "a-long-passphrase"},
+    )
     assert response.status_code == 302 and response["Location"] == reverse("work_home")
     assert Worker.objects.filter(user__username="newbie").exists()
     assert client.get(reverse("work_home")).status_code == 200
@@ -226,8 +266,15 @@ def test_signup_with_invite_code(settings):
     settings.SIGNUP_INVITE_CODE = "crowd2026"
     client = Client()
     assert "Invite code" in client.get(reverse("signup")).content.decode()
-    response = client.post(reverse("signup"), {"username": "x1y2", "password": "a-long-passphrase",
-                                               "password_again": "a-long-passphrase", "invite_code": "nope"})
+    response = client.post(
+        reverse("signup"),
+        {
+            "username": "x1y2",
+            "password": "a-long-passphrase",
+            "password_again": "a-long-passphrase",
+            "invite_code": "nope",
+        },
+    )
     assert response.status_code == 400 and "invite code is not valid" in response.content.decode()
     assert not Worker.objects.exists()
 
@@ -241,8 +288,12 @@ def test_mturk_preview_then_accept_then_submit_posts_to_turk():
     assert preview.status_code == 200 and "Preview" in preview.content.decode()
     assert "X-Frame-Options" not in preview and "frame-ancestors" in preview["Content-Security-Policy"]
     assert "gold" not in preview.content.decode().lower()
-    arrival = {"assignmentId": "3ASSIGN1", "hitId": "3HITEXAMPLE", "workerId": "A2WORKER",
-               "turkSubmitTo": "https://workersandbox.mturk.com"}
+    arrival = {
+        "assignmentId": "3ASSIGN1",
+        "hitId": "3HITEXAMPLE",
+        "workerId": "A2WORKER",
+        "turkSubmitTo": "https://workersandbox.mturk.com",
+    }
     response = client.get("/mturk/", arrival)
     assignment = Assignment.objects.get(external_assignment_id="3ASSIGN1")
     assert response["Location"] == reverse("work_hit", args=[assignment.pk])
@@ -258,8 +309,9 @@ def test_mturk_preview_then_accept_then_submit_posts_to_turk():
 def test_mturk_refuses_a_foreign_submit_address():
     campaign = live_campaign_with_hits(hits=1, qualification_items=0)
     Hit.objects.filter(campaign=campaign).update(external_hit_id="3H")
-    response = Client().get("/mturk/", {"assignmentId": "A", "hitId": "3H", "workerId": "W",
-                                        "turkSubmitTo": "https://evil.example.org"})
+    response = Client().get(
+        "/mturk/", {"assignmentId": "A", "hitId": "3H", "workerId": "W", "turkSubmitTo": "https://evil.example.org"}
+    )
     assert response.status_code == 400
     assert Client().get("/mturk/", {"hitId": "nope"}).status_code == 404
 
@@ -274,10 +326,17 @@ def test_similarity_hit_page_has_a_worded_slider_without_numbers_and_saves_score
     assert "The image and sentence are roughly matched" in html  # the Crisscrossed wording in the instructions
     assert 'name="choice-' not in html
     tokens = list(hit_item_tokens(hit=assignment.hit))
-    assert post_json(client, reverse("work_answer", args=[assignment.pk]),
-                     {"item_token": tokens[0], "score": 6}).status_code == 400
-    response = post_json(client, reverse("work_submit", args=[assignment.pk]),
-                         {"answers": [{"item_token": t, "score": 3.3} for t in tokens]})
+    assert (
+        post_json(
+            client, reverse("work_answer", args=[assignment.pk]), {"item_token": tokens[0], "score": 6}
+        ).status_code
+        == 400
+    )
+    response = post_json(
+        client,
+        reverse("work_submit", args=[assignment.pk]),
+        {"answers": [{"item_token": t, "score": 3.3} for t in tokens]},
+    )
     assert response.status_code == 200
     assert set(Answer.objects.values_list("score", flat=True)) == {3.3}
 
@@ -308,8 +367,7 @@ def test_mturk_worker_takes_the_qualification_first_then_returns_to_the_hit():
     campaign = live_campaign_with_hits(hits=1, candidates=1, qualification_items=2)
     Hit.objects.filter(campaign=campaign).update(external_hit_id="3HQ")
     client = Client()
-    arrival = {"assignmentId": "3AQ", "hitId": "3HQ", "workerId": "AQWORKER",
-               "turkSubmitTo": "https://www.mturk.com"}
+    arrival = {"assignmentId": "3AQ", "hitId": "3HQ", "workerId": "AQWORKER", "turkSubmitTo": "https://www.mturk.com"}
     response = client.get("/mturk/", arrival)
     assert response["Location"].startswith(reverse("work_qualification", args=[campaign.pk]) + "?next=%2Fmturk%2F")
     page = client.get(response["Location"])
@@ -354,12 +412,25 @@ def test_worker_requests_stay_within_their_query_budget(django_assert_max_num_qu
     with django_assert_max_num_queries(6):
         assert post_json(client, url, {"item_token": tokens[0], "choice": "yes", "seconds_spent": 4}).status_code == 200
     with django_assert_max_num_queries(6):  # a second save of the same item replaces it
-        saved = post_json(client, url, {"item_token": tokens[0], "choice": "mostly_no", "shortcomings": ["wrong_way"],
-                                        "wrong_aspects": ["color"], "seconds_spent": 2})
+        saved = post_json(
+            client,
+            url,
+            {
+                "item_token": tokens[0],
+                "choice": "mostly_no",
+                "shortcomings": ["wrong_way"],
+                "wrong_aspects": ["color"],
+                "seconds_spent": 2,
+            },
+        )
     assert saved.json() == {"saved": True, "complete": True, "missing": None}
     answer = Answer.objects.get(assignment=assignment)
     assert (answer.choice, answer.shortcomings, answer.wrong_aspects, answer.seconds_spent) == (
-        "mostly_no", ["wrong_way"], ["color"], 4.0)
+        "mostly_no",
+        ["wrong_way"],
+        ["color"],
+        4.0,
+    )
 
 
 def test_a_deactivated_workers_session_stops_working():
@@ -380,8 +451,13 @@ NOT_SUBMITTED = "This operation can be called with a status of: Reviewable,Appro
 def mturk_api(settings, monkeypatch):
     """Verification on; MTurk is a stubbed client: each GetAssignment must be queued, an unqueued call fails."""
     settings.MTURK_VERIFY_ARRIVALS = True
-    client = boto3.client("mturk", region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test",
-                          endpoint_url=mturk.SANDBOX_ENDPOINT)
+    client = boto3.client(
+        "mturk",
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        endpoint_url=mturk.SANDBOX_ENDPOINT,
+    )
     with Stubber(client) as stubber:
         monkeypatch.setattr(mturk, "mturk_client", lambda **kwargs: client)
         yield stubber
@@ -390,16 +466,28 @@ def mturk_api(settings, monkeypatch):
 
 def mturk_says_accepted(stubber, assignment_id):
     """MTurk's answer for an accepted, not yet submitted assignment: it exists, its details are not given."""
-    stubber.add_client_error("get_assignment", service_error_code="RequestError", service_message=NOT_SUBMITTED,
-                             expected_params={"AssignmentId": assignment_id})
+    stubber.add_client_error(
+        "get_assignment",
+        service_error_code="RequestError",
+        service_message=NOT_SUBMITTED,
+        expected_params={"AssignmentId": assignment_id},
+    )
 
 
 def mturk_says_assignment(stubber, assignment_id, *, worker_id, hit_id, status="Submitted"):
-    stubber.add_response("get_assignment", {
-        "Assignment": {"AssignmentId": assignment_id, "WorkerId": worker_id, "HITId": hit_id,
-                       "AssignmentStatus": status},
-        "HIT": {"HITId": hit_id},
-    }, {"AssignmentId": assignment_id})
+    stubber.add_response(
+        "get_assignment",
+        {
+            "Assignment": {
+                "AssignmentId": assignment_id,
+                "WorkerId": worker_id,
+                "HITId": hit_id,
+                "AssignmentStatus": status,
+            },
+            "HIT": {"HITId": hit_id},
+        },
+        {"AssignmentId": assignment_id},
+    )
 
 
 def mturk_hit(external_hit_id="3HITEXAMPLE", **campaign_kwargs):
@@ -411,8 +499,12 @@ def mturk_hit(external_hit_id="3HITEXAMPLE", **campaign_kwargs):
 
 
 def arrival(assignment_id="3ASSIGN1", worker_id="A2WORKER", hit_id="3HITEXAMPLE"):
-    return {"assignmentId": assignment_id, "hitId": hit_id, "workerId": worker_id,
-            "turkSubmitTo": "https://workersandbox.mturk.com"}
+    return {
+        "assignmentId": assignment_id,
+        "hitId": hit_id,
+        "workerId": worker_id,
+        "turkSubmitTo": "https://workersandbox.mturk.com",
+    }
 
 
 def test_verified_mturk_arrival_works_end_to_end_and_mturk_is_asked_once_per_session(mturk_api):
@@ -431,8 +523,11 @@ def test_verified_mturk_arrival_works_end_to_end_and_mturk_is_asked_once_per_ses
     tokens = list(hit_item_tokens(hit=hit))
     saved = post_json(client, reverse("work_answer", args=[assignment.pk]), {"item_token": tokens[0], "choice": "yes"})
     assert saved.status_code == 200 and saved.json()["saved"] is True
-    submitted = post_json(client, reverse("work_submit", args=[assignment.pk]),
-                          {"answers": [{"item_token": t, "choice": "yes"} for t in tokens]})
+    submitted = post_json(
+        client,
+        reverse("work_submit", args=[assignment.pk]),
+        {"answers": [{"item_token": t, "choice": "yes"} for t in tokens]},
+    )
     assert submitted.status_code == 200
     done = client.get(submitted.json()["next_url"]).content.decode()
     assert 'action="https://workersandbox.mturk.com/mturk/externalSubmit"' in done
@@ -460,8 +555,11 @@ def test_an_assignment_mturk_does_not_give_for_our_hit_is_refused(mturk_api, mtu
     if mturk_answer == "hit_not_ours":
         mturk_says_assignment(mturk_api, "3ASSIGN1", worker_id="A2WORKER", hit_id="3SOMEONEELSESHIT")
     else:
-        mturk_api.add_client_error("get_assignment", service_error_code="RequestError",
-                                   service_message="Assignment 3ASSIGN1 does not exist. (1373477231604 s)")
+        mturk_api.add_client_error(
+            "get_assignment",
+            service_error_code="RequestError",
+            service_message="Assignment 3ASSIGN1 does not exist. (1373477231604 s)",
+        )
     response = Client().get("/mturk/", arrival())
     assert response.status_code == 403
     assert not Worker.objects.filter(external_id="A2WORKER").exists()

@@ -24,13 +24,23 @@ def tiny_clip(tmp_path_factory):
     BertTokenizerFast(vocab_file=str(directory / "vocab.txt"), model_max_length=16).save_pretrained(directory)
     config = CLIPConfig(
         text_config={
-            "vocab_size": len(VOCAB), "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-            "num_attention_heads": 2, "max_position_embeddings": 16, "pad_token_id": 0, "bos_token_id": 2,
+            "vocab_size": len(VOCAB),
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "max_position_embeddings": 16,
+            "pad_token_id": 0,
+            "bos_token_id": 2,
             "eos_token_id": 3,  # [SEP] closes every text: CLIP pools the text at that token
         },
         vision_config={
-            "image_size": 32, "patch_size": 8, "hidden_size": 32, "intermediate_size": 64,
-            "num_hidden_layers": 2, "num_attention_heads": 2,
+            "image_size": 32,
+            "patch_size": 8,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
         },
         projection_dim=16,
     )
@@ -73,7 +83,8 @@ def test_tiny_clip_ranks_a_dataset_through_the_pipeline(tiny_clip):
     ]
     texts = ["a red dog", "a blue bus", "a green cat", "the dog and the cat", "a bus on the green"]
     captions = [
-        factories.CaptionFactory(dataset=dataset, image=images[i % len(images)], text=text) for i, text in enumerate(texts)
+        factories.CaptionFactory(dataset=dataset, image=images[i % len(images)], text=text)
+        for i, text in enumerate(texts)
     ]
     annotator = annotator_register(name="tiny-clip", kind="clip", checkpoint_path=str(tiny_clip))
     run = factories.RankingRunFactory(dataset=dataset, annotator=annotator, top_k=3, status=models.RunStatus.QUEUED)

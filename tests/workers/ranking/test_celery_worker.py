@@ -43,9 +43,27 @@ def celery_worker_process(transactional_db, settings, tmp_path):
     }
     log = open(tmp_path / "worker.log", "w+")
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "gpu,default", "--pool=solo",
-         "--without-heartbeat", "--without-gossip", "--without-mingle", "-l", "INFO"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            "gpu,default",
+            "--pool=solo",
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+            "-l",
+            "INFO",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     eager = current_app.conf.task_always_eager
     current_app.conf.task_always_eager = False  # this process sends to the broker like the web server does

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.django_db
 
 def test_minilm_pivot_hit_rate_on_a_small_synthetic_dataset(tmp_path):
     make_synthetic_dataset(out_dir=tmp_path / "syn", images=40, seed=3, size=(64, 48))
-    dataset = dataset_import(name="syn", captions_path=tmp_path / "syn" / "captions.json", images_path=tmp_path / "syn" / "images")
+    dataset = dataset_import(
+        name="syn", captions_path=tmp_path / "syn" / "captions.json", images_path=tmp_path / "syn" / "images"
+    )
     truth = json.loads((tmp_path / "syn" / "truth.json").read_text())
     images = dict(models.Image.objects.filter(dataset=dataset).values_list("source_id", "pk"))
     captions = dict(models.Caption.objects.filter(dataset=dataset).values_list("source_id", "pk"))

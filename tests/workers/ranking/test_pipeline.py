@@ -21,7 +21,9 @@ class Crash(BaseException):
 
 def new_run(dataset, kind="tfidf_pivot", top_k=5):
     annotator = annotator_register(name=kind, kind=kind)
-    return factories.RankingRunFactory(dataset=dataset, annotator=annotator, top_k=top_k, status=models.RunStatus.QUEUED)
+    return factories.RankingRunFactory(
+        dataset=dataset, annotator=annotator, top_k=top_k, status=models.RunStatus.QUEUED
+    )
 
 
 def test_tfidf_run_writes_top_k_in_both_directions():
@@ -43,7 +45,7 @@ def test_tfidf_run_writes_top_k_in_both_directions():
     for query_id in i2t.values_list("query_id", flat=True).distinct():
         rows = list(i2t.filter(query_id=query_id).order_by("rank").values_list("rank", "score"))
         assert [r for r, _ in rows] == list(range(1, len(rows) + 1))
-        assert all(a >= b for (_, a), (_, b) in zip(rows, rows[1:]))
+        assert all(a >= b for (_, a), (_, b) in zip(rows, rows[1:], strict=False))
     t2i = models.Candidate.objects.filter(run=run, direction=models.Direction.T2I)
     assert t2i.filter(rank__gt=3).count() == 0
 
@@ -84,7 +86,9 @@ def test_interrupted_run_resumes_and_ends_with_the_same_candidates():
     assert run.progress[models.Direction.T2I] == 2
     # A torn write of the next chunk (query rows 4 and 5) that never committed its progress.
     caption_ids = sorted(dataset.captions.values_list("pk", flat=True))
-    models.Candidate.objects.create(run=run, direction="t2i", query_id=caption_ids[4], target_id=999999, rank=1, score=9)
+    models.Candidate.objects.create(
+        run=run, direction="t2i", query_id=caption_ids[4], target_id=999999, rank=1, score=9
+    )
 
     resumed = []
     assert ranking_run_execute(run.pk, after_unit=lambda key, done: resumed.append((key, done))) == "succeeded"
@@ -161,9 +165,7 @@ def test_minilm_pivot_ranks_the_own_image_first_for_most_captions():
     run = new_run(dataset, kind="minilm_pivot", top_k=3)
     assert ranking_run_execute(run.pk) == models.RunStatus.SUCCEEDED
     with_pivot = [c for c in captions if sum(1 for o in captions if o.image_id == c.image_id) > 1]
-    top1 = dict(
-        models.Candidate.objects.filter(run=run, direction="t2i", rank=1).values_list("query_id", "target_id")
-    )
+    top1 = dict(models.Candidate.objects.filter(run=run, direction="t2i", rank=1).values_list("query_id", "target_id"))
     hits = sum(1 for c in with_pivot if top1.get(c.pk) == c.image_id)
     assert hits / len(with_pivot) > 0.8
     scores = np.array(models.Candidate.objects.filter(run=run).values_list("score", flat=True))
