@@ -339,8 +339,8 @@ def _write_images(
                 ).values_list("content_hash", "file", "thumbnail")
             )
             new = {item[1]: item for item in prepared if item[1] not in stored}  # a duplicate shares one copy
-            stored = _parallel(pool, store, [(item,) for item in new.values()])
-            for content_hash, names in zip(new, stored, strict=True):
+            written = _parallel(pool, store, [(item,) for item in new.values()])
+            for content_hash, names in zip(new, written, strict=True):
                 stored[content_hash] = names
             for record, (_data, digest, checked, _thumb) in zip(chunk, prepared, strict=False):
                 file, thumbnail = stored[digest]
