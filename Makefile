@@ -47,10 +47,11 @@ demo: install migrate
 # The whole suite on the real PostgreSQL and Redis, then the fast part again on the embedded default.
 test: install-dev services lint test-postgres test-embedded
 
-# Style and the house's rules: ruff's lint and format check (pyproject.toml).
+# Style and the house's rules: ruff's lint and format check, and the import contracts (pyproject.toml).
 lint:
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 
 test-postgres:
 	DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_BROKER_URL) CELERY_TASK_ALWAYS_EAGER=true \

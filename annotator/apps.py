@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class AnnotatorConfig(AppConfig):
     name = "annotator"
     verbose_name = "Vericap"
+
+    def ready(self):
+        from annotator import signals  # noqa: F401  (connects the audit receivers)

@@ -2,8 +2,8 @@
 
 from rest_framework.permissions import BasePermission
 
+from annotator.auth import user_role
 from annotator.models import Role
-from annotator.views.access import user_role
 
 REQUESTER = frozenset({Role.REQUESTER})
 READERS = frozenset({Role.REQUESTER, Role.RESEARCHER})

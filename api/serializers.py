@@ -131,6 +131,13 @@ class CampaignSerializer(serializers.ModelSerializer):
             "min_seconds_per_item",
             "confidence_threshold",
             "extra_assignment_cap",
+            "tolerated_gold_misses",
+            "label_model",
+            "machine_prior",
+            "adaptive_redundancy",
+            "settle_probability",
+            "settle_min_answers",
+            "max_answers_per_pair",
             "created_at",
             "built_at",
             "launched_at",
@@ -181,7 +188,6 @@ class LabelSerializer(serializers.ModelSerializer):
             "is_positive_strict",
             "confidence",
             "answer_count",
-            "source",
             "updated_at",
         ]
         read_only_fields = fields
@@ -221,7 +227,24 @@ class ExportJobSerializer(serializers.ModelSerializer):
 class EvaluationSerializer(serializers.ModelSerializer):
     class Meta:
         model = Evaluation
-        fields = ["id", "campaign", "name", "method", "variant", "results", "created_at"]
+        fields = [
+            "id",
+            "campaign",
+            "label_set",
+            "name",
+            "method",
+            "variant",
+            "status",
+            "error",
+            "biased",
+            "ranking_run",
+            "rankings_sha256",
+            "key",
+            "settings",
+            "results",
+            "created_at",
+            "finished_at",
+        ]
         read_only_fields = fields
 
 
@@ -309,7 +332,8 @@ class ExportCreateSerializer(serializers.Serializer):
 
 
 class EvaluationCreateSerializer(serializers.Serializer):
-    campaign = id_field()
+    campaign = id_field(required=False, help_text="Evaluate against this campaign's labels (method, variant) ...")
+    label_set = id_field(required=False, help_text="... or against this label set (exactly its judged queries).")
     name = serializers.CharField(max_length=200)
     variant = serializers.ChoiceField(choices=ExportVariant.choices, default=ExportVariant.LENIENT)
     method = serializers.ChoiceField(choices=AggregationMethod.choices, required=False)
@@ -317,10 +341,35 @@ class EvaluationCreateSerializer(serializers.Serializer):
         required=False, help_text='A JSON file {"i2t": {image id: [caption ids, best first]}, "t2i": {...}}.'
     )
     rankings = serializers.JSONField(required=False, help_text="The same object inline (JSON requests).")
+    ranking_run = id_field(required=False, help_text="Or a finished ranking run of the dataset (a machine annotator).")
+    seed = serializers.IntegerField(default=0, min_value=0, max_value=2**31 - 1, help_text="The bootstrap's seed.")
+    resamples = serializers.IntegerField(
+        required=False, min_value=0, max_value=10_000, help_text="Bootstrap resamples (default 1000; 0: no intervals)."
+    )
 
     def validate(self, attrs):
-        if ("rankings_file" in attrs) == ("rankings" in attrs):
-            raise serializers.ValidationError("Send the rankings either as rankings_file or as rankings, once.")
+        if ("campaign" in attrs) == ("label_set" in attrs):
+            raise serializers.ValidationError("Name the labels once: a campaign or a label_set.")
+        given = sum(key in attrs for key in ("rankings_file", "rankings", "ranking_run"))
+        if given != 1:
+            raise serializers.ValidationError(
+                "Send the rankings once: as rankings_file, as rankings, or name a ranking_run."
+            )
+        return attrs
+
+
+class LeaderboardQuerySerializer(serializers.Serializer):
+    campaign = id_field(required=False, help_text="The board of this campaign's labels (method, variant) ...")
+    label_set = id_field(required=False, help_text="... or of this label set.")
+    method = serializers.ChoiceField(choices=AggregationMethod.choices, required=False)
+    variant = serializers.ChoiceField(choices=ExportVariant.choices, default=ExportVariant.LENIENT)
+    direction = serializers.ChoiceField(choices=["i2t", "t2i", "t2t", "i2i"], default="i2t")
+    sort = serializers.CharField(required=False, max_length=64, help_text="A metric key, e.g. map_at_r or coco5k_r1.")
+    order = serializers.ChoiceField(choices=["asc", "desc"], required=False)
+
+    def validate(self, attrs):
+        if ("campaign" in attrs) == ("label_set" in attrs):
+            raise serializers.ValidationError("Name the labels once: a campaign or a label_set.")
         return attrs
 
 
@@ -357,9 +406,15 @@ class ShareSerializer(serializers.Serializer):
 
 
 def _campaign_option_fields() -> list[str]:
-    from annotator.services.campaigns import OPTION_FIELDS
+    from annotator.services.campaigns.options import OPTION_FIELDS
 
     return list(OPTION_FIELDS)
+
+
+def _policy_fields() -> list[str]:
+    from annotator.services.quality.policy import POLICY_FIELDS
+
+    return list(POLICY_FIELDS)
 
 
 class CampaignCreateSerializer(serializers.ModelSerializer):
@@ -372,6 +427,15 @@ class CampaignCreateSerializer(serializers.ModelSerializer):
         model = Campaign
         fields = ["dataset", "runs", *_campaign_option_fields()]
         extra_kwargs = {name: {"required": False} for name in _campaign_option_fields() if name != "name"}
+
+
+class CampaignPolicySerializer(serializers.ModelSerializer):
+    """The quality policy of a campaign; any subset of the fields (PATCH)."""
+
+    class Meta:
+        model = Campaign
+        fields = _policy_fields()
+        extra_kwargs = {name: {"required": False} for name in _policy_fields()}
 
 
 class DatasetImportSerializer(serializers.Serializer):

@@ -1,10 +1,13 @@
+from csp.decorators import csp_update
 from django.http import JsonResponse
 from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from api import views
+from api.labelsets import LabelSetViewSet
+from api.leaderboard import LeaderboardView
 
 router = DefaultRouter()
 router.register("datasets", views.DatasetViewSet, basename="api-dataset")
@@ -16,11 +19,27 @@ router.register("workers", views.WorkerViewSet, basename="api-worker")
 router.register("labels", views.LabelViewSet, basename="api-label")
 router.register("exports", views.ExportJobViewSet, basename="api-export")
 router.register("evaluations", views.EvaluationViewSet, basename="api-evaluation")
+router.register("labelsets", LabelSetViewSet, basename="api-labelset")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    # The API docs are third-party pages with inline <style> (and Redoc's inline start-up script); they show
+    # no user content, so only they get 'unsafe-inline'. Swagger's start-up script is served as a file.
+    path(
+        "docs/",
+        csp_update({"style-src": ["'unsafe-inline'"], "worker-src": ["blob:"]})(
+            SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+        ),
+        name="api-docs",
+    ),
+    path(
+        "redoc/",
+        csp_update({"style-src": ["'unsafe-inline'"], "script-src": ["'unsafe-inline'"], "worker-src": ["blob:"]})(
+            SpectacularRedocView.as_view(url_name="api-schema")
+        ),
+        name="api-redoc",
+    ),
+    path("leaderboard/", LeaderboardView.as_view(), name="api-leaderboard"),
     *router.urls,
 ]
 

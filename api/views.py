@@ -8,7 +8,7 @@ may too); workers see only their own assignments. Out-of-scope objects are 404s.
 import json
 
 from django.db.models import Q
-from django.http import FileResponse
+from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -17,6 +17,7 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from annotator.auth import user_role
 from annotator.errors import ApplicationError
 from annotator.models import (
     Assignment,
@@ -31,21 +32,24 @@ from annotator.models import (
     Role,
     Worker,
 )
+from annotator.selectors.labelsets import labelset_get_readable
+from annotator.selectors.leaderboard import evaluation_list_visible
 from annotator.selectors.research import (
     campaign_get_readable,
     campaign_list_readable,
-    evaluation_list_readable,
     export_list_readable,
     label_counts,
     label_list,
 )
-from annotator.services.evaluation import evaluation_create, rankings_parse
-from annotator.services.exports import export_create, export_file_name
-from annotator.services.sharing import campaign_share
-from annotator.views.access import user_role
+from annotator.services.campaigns.sharing import campaign_share
+from annotator.services.exports.jobs import export_create, export_file_name
+from annotator.services.research.evaluation import rankings_parse
+from annotator.services.research.scorecards import evaluation_request
 from api import serializers as s
 from api.pagination import Pagination
 from api.permissions import EVERYONE, READERS, REQUESTER, RolePermission
+
+ALL_DIRECTIONS = ("i2t", "t2i", "t2t", "i2i")
 
 
 def _validated(serializer_class, data, **kwargs) -> dict:
@@ -109,7 +113,7 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
         `status` (importing, then ready or failed), its progress, and `report` (every offender under
         `report.errors` when the import is refused). A missing file, a wrong suffix or a non-zip is a 400.
         """
-        from annotator.services.datasets import dataset_upload
+        from annotator.services.importing.uploads import dataset_upload
 
         data = _validated(s.DatasetImportSerializer, request.data)
         dataset = dataset_upload(
@@ -127,7 +131,7 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
     @action(detail=True, methods=["post"])
     def retry(self, request, pk=None):
         """Queue a failed import, or one that stopped making progress, again with the same uploaded files."""
-        from annotator.services.datasets import dataset_import_retry
+        from annotator.services.importing.uploads import dataset_import_retry
 
         dataset = dataset_import_retry(dataset=self.get_object())
         return Response(
@@ -147,7 +151,7 @@ class MachineAnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
 
     @extend_schema(request=s.MachineAnnotatorCreateSerializer, responses={201: s.MachineAnnotatorSerializer})
     def create(self, request):
-        from annotator.services.ranking import annotator_register
+        from annotator.services.ranking.annotators import annotator_register
 
         data = _validated(s.MachineAnnotatorCreateSerializer, request.data)
         annotator = annotator_register(**data)
@@ -170,7 +174,7 @@ class RankingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
 
     @extend_schema(request=s.RankingRunCreateSerializer, responses={201: s.RankingRunSerializer})
     def create(self, request):
-        from annotator.services.ranking import ranking_run_start
+        from annotator.services.ranking.runs import ranking_run_start
 
         data = _validated(s.RankingRunCreateSerializer, request.data)
         dataset = _visible_dataset(request.user, data["dataset"])
@@ -183,7 +187,7 @@ class RankingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     @extend_schema(request=None, responses=s.RankingRunSerializer)
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
-        from annotator.services.ranking import ranking_run_cancel
+        from annotator.services.ranking.runs import ranking_run_cancel
 
         run = ranking_run_cancel(run=self.get_object())
         return Response(s.RankingRunSerializer(run).data)
@@ -211,7 +215,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     @extend_schema(request=s.CampaignCreateSerializer, responses={201: s.CampaignSerializer})
     def create(self, request):
         """A draft campaign over succeeded ranking runs of one of your datasets."""
-        from annotator.services.campaigns import campaign_create
+        from annotator.services.campaigns.lifecycle import campaign_create
 
         data = dict(_validated(s.CampaignCreateSerializer, request.data))
         dataset = _visible_dataset(request.user, data.pop("dataset"))
@@ -224,7 +228,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         return Response(s.CampaignSerializer(campaign).data, status=status.HTTP_201_CREATED)
 
     def _transition(self, service_name: str):
-        from annotator.services import campaigns as services
+        from annotator.services.campaigns import lifecycle as services
 
         campaign = getattr(services, service_name)(campaign=self.get_object())
         return Response(s.CampaignSerializer(campaign).data)
@@ -238,7 +242,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         `built`, or `draft` again with the reason in `build_error`. A campaign building already is a 409;
         a built one whose options and runs have not changed is returned as it is.
         """
-        from annotator.services.campaigns import campaign_build_request
+        from annotator.services.campaigns.build import campaign_build_request
 
         campaign = campaign_build_request(campaign=self.get_object())
         return Response(s.CampaignSerializer(campaign).data, status=status.HTTP_202_ACCEPTED)
@@ -276,6 +280,43 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         data = _validated(s.ShareSerializer, request.data)
         campaign = campaign_share(campaign=self.get_object(), usernames=data["usernames"])
         return Response(s.CampaignSerializer(campaign).data)
+
+    @extend_schema(request=s.CampaignPolicySerializer, responses=s.CampaignSerializer)
+    @action(detail=True, methods=["patch"])
+    def policy(self, request, pk=None):
+        """Change the quality policy (gold tolerance, decisions, label model, machine prior, adaptive
+        redundancy and its settle thresholds); it applies from now on."""
+        from annotator.services.quality.policy import campaign_policy_update
+
+        campaign = self.get_object()  # owners only: other callers get a 404
+        data = _validated(s.CampaignPolicySerializer, request.data, partial=True)
+        campaign = campaign_policy_update(campaign=campaign, actor=request.user, **data)
+        return Response(s.CampaignSerializer(campaign).data)
+
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["get"])
+    def agreement(self, request, pk=None):
+        """Krippendorff's alpha (ordinal over the four answers, interval over 0-5) overall and per annotator
+        and rank, and per-worker statistics (accuracy, speed, first-pass approval)."""
+        from annotator.selectors.agreement import campaign_agreement, campaign_worker_statistics
+
+        campaign = self.get_object()
+        return Response(
+            {**campaign_agreement(campaign=campaign), "workers": campaign_worker_statistics(campaign=campaign)}
+        )
+
+    @extend_schema(request=None, responses={(200, "text/csv"): OpenApiTypes.STR})
+    @action(detail=True, methods=["get"], url_path="workers-csv")
+    def workers_csv(self, request, pk=None):
+        """The per-worker statistics as CSV."""
+        from django.http import HttpResponse
+
+        from annotator.selectors.agreement import worker_statistics_csv
+
+        campaign = self.get_object()
+        response = HttpResponse(worker_statistics_csv(campaign=campaign), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="campaign-{campaign.pk}-workers.csv"'
+        return response
 
     @extend_schema(request=None, responses=s.LabelCountSerializer(many=True))
     @action(detail=True, methods=["get"], url_path="label-counts")
@@ -336,7 +377,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     @extend_schema(request=s.ReasonSerializer, responses=s.AssignmentSerializer)
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None):
-        from annotator.services.quality import assignment_approve
+        from annotator.services.quality.decisions import assignment_approve
 
         data = _validated(s.ReasonSerializer, request.data)
         assignment = assignment_approve(assignment=self.get_object(), actor=request.user, reason=data["reason"])
@@ -345,7 +386,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     @extend_schema(request=s.RequiredReasonSerializer, responses=s.AssignmentSerializer)
     @action(detail=True, methods=["post"])
     def reject(self, request, pk=None):
-        from annotator.services.quality import assignment_reject
+        from annotator.services.quality.decisions import assignment_reject
 
         data = _validated(s.RequiredReasonSerializer, request.data)
         assignment = assignment_reject(assignment=self.get_object(), actor=request.user, reason=data["reason"])
@@ -369,7 +410,7 @@ class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedView
     @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
     @action(detail=True, methods=["post"])
     def block(self, request, pk=None):
-        from annotator.services.trust import worker_block
+        from annotator.services.quality.trust import worker_block
 
         data = _validated(s.RequiredReasonSerializer, request.data)
         worker = worker_block(worker=self.get_object(), actor=request.user, reason=data["reason"])
@@ -378,7 +419,7 @@ class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedView
     @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
     @action(detail=True, methods=["post"])
     def unblock(self, request, pk=None):
-        from annotator.services.trust import worker_unblock
+        from annotator.services.quality.trust import worker_unblock
 
         data = _validated(s.RequiredReasonSerializer, request.data)
         worker = worker_unblock(worker=self.get_object(), actor=request.user, reason=data["reason"])
@@ -459,25 +500,57 @@ class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
     def scoped_queryset(self):
-        return evaluation_list_readable(user=self.request.user).order_by("-id")
+        return evaluation_list_visible(user=self.request.user).order_by("-id")
 
-    @extend_schema(request=s.EvaluationCreateSerializer, responses={201: s.EvaluationSerializer})
+    @extend_schema(
+        request=s.EvaluationCreateSerializer, responses={201: s.EvaluationSerializer, 200: s.EvaluationSerializer}
+    )
     def create(self, request):
+        """Evaluate uploaded rankings or a stored ranking run against a campaign's labels.
+
+        201 with a new evaluation (its scorecard is computed by a worker: poll `status`), or 200 with the
+        stored one when the same rankings were evaluated against the same labels and settings before."""
         data = _validated(s.EvaluationCreateSerializer, request.data)
-        campaign = campaign_get_readable(user=request.user, campaign_id=data["campaign"])
-        if "rankings_file" in data:
-            rankings = rankings_parse(raw=data["rankings_file"].read())
+        if "campaign" in data:
+            target = {"campaign": campaign_get_readable(user=request.user, campaign_id=data["campaign"])}
+            dataset_id = target["campaign"].dataset_id
         else:
-            rankings = rankings_parse(raw=_json_text(data["rankings"]))
-        evaluation = evaluation_create(
-            campaign=campaign,
+            target = {"label_set": labelset_get_readable(user=request.user, label_set_id=data["label_set"])}
+            dataset_id = target["label_set"].dataset_id
+        rankings, run = None, None
+        if "rankings_file" in data:
+            rankings = rankings_parse(raw=data["rankings_file"].read(), directions=ALL_DIRECTIONS)
+        elif "rankings" in data:
+            rankings = rankings_parse(raw=_json_text(data["rankings"]), directions=ALL_DIRECTIONS)
+        else:
+            run = RankingRun.objects.filter(pk=data["ranking_run"], dataset_id=dataset_id).first()
+            if run is None:
+                raise ApplicationError(f"Ranking run {data['ranking_run']} is not a run of the labels' dataset.")
+        evaluation, created = evaluation_request(
             user=request.user,
             name=data["name"],
             rankings=rankings,
+            ranking_run=run,
             method=data.get("method"),
             variant=data["variant"],
+            seed=data["seed"],
+            resamples=data.get("resamples"),
+            **target,
         )
-        return Response(self.get_serializer(evaluation).data, status=status.HTTP_201_CREATED)
+        evaluation.refresh_from_db()  # with eager Celery it has already been scored
+        return Response(
+            self.get_serializer(evaluation).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+    @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR})
+    @action(detail=True, methods=["get"], url_path="csv", url_name="csv")
+    def csv(self, request, pk=None):
+        """Every metric of the evaluation, a row per direction, value, low and high per metric."""
+        from annotator.selectors.leaderboard import evaluations_csv
+
+        response = HttpResponse(evaluations_csv([self.get_object()]), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="evaluation-{pk}.csv"'
+        return response
 
 
 def _visible_dataset(user, dataset_id: int) -> Dataset:

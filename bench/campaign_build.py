@@ -136,7 +136,8 @@ def main():
         RunStatus,
     )
     from annotator.selectors.campaigns import campaign_statistics
-    from annotator.services.campaigns import campaign_build, campaign_create
+    from annotator.services.campaigns.build import campaign_build
+    from annotator.services.campaigns.lifecycle import campaign_create
 
     rng = np.random.default_rng(SEED)
     started = time.perf_counter()

@@ -116,9 +116,9 @@ def generate(size: int) -> dict:
             )
             cursor.execute(
                 "INSERT INTO annotator_label (pair_id, method, choice, score, is_positive, is_positive_strict, "
-                "confidence, answer_count, source, updated_at) "
+                "confidence, answer_count, updated_at) "
                 "SELECT id, 'majority', (ARRAY['yes', 'partially_yes', 'mostly_no', 'no'])[h + 1], NULL, h < 2, h = 0, "
-                "0.5 + h / 8.0, 3, '', now() FROM (SELECT id, abs(hashtext(id::text)) %% 4 AS h FROM annotator_pair "
+                "0.5 + h / 8.0, 3, now() FROM (SELECT id, abs(hashtext(id::text)) %% 4 AS h FROM annotator_pair "
                 "WHERE campaign_id = %s) p",
                 [campaign.pk],
             )
@@ -137,7 +137,8 @@ def measure(kind: str, campaign_id: int, target_url: str) -> dict:
     from django.db import connection, transaction
 
     from annotator.models import Campaign
-    from annotator.services import exports
+    from annotator.services.exports.postgres import labels_export_postgres, pg_select_sql
+    from annotator.services.exports.write import labels_write
 
     campaign = Campaign.objects.get(pk=campaign_id)
     table = f"labels_{campaign_id}"
@@ -152,11 +153,11 @@ def measure(kind: str, campaign_id: int, target_url: str) -> dict:
         started = time.perf_counter()
         if kind == "copy":
             with transaction.atomic(), connection.cursor() as cursor:
-                select = cursor.cursor.mogrify(exports._pg_select_sql(), [campaign_id, "majority"]).decode()
+                select = cursor.cursor.mogrify(pg_select_sql(), [campaign_id, "majority"]).decode()
                 cursor.cursor.copy_expert(f"COPY ({select}) TO STDOUT", out, size=1 << 18)
                 rows = cursor.cursor.rowcount
         elif kind in ("json", "jsonl"):
-            rows = exports.labels_write(
+            rows = labels_write(
                 out=out,
                 campaign_id=campaign_id,
                 format="eccv_json" if kind == "json" else "jsonl",
@@ -165,9 +166,9 @@ def measure(kind: str, campaign_id: int, target_url: str) -> dict:
                 merge_original=False,
             )
         else:
-            rows = exports.labels_export_postgres(
-                campaign=campaign, method="majority", dsn=_dsn(target_url), table=table
-            )["rows"]
+            rows = labels_export_postgres(campaign=campaign, method="majority", dsn=_dsn(target_url), table=table)[
+                "rows"
+            ]
         seconds = time.perf_counter() - started
         size = out.tell()
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -190,7 +190,7 @@ def seed(args) -> dict:
     for user in users:
         store = SessionStore()
         store[SESSION_KEY] = str(user.pk)
-        store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+        store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[-1]  # the model backend: axes's has no get_user
         store[HASH_SESSION_KEY] = user.get_session_auth_hash()
         store.create()
         sessions.append(store.session_key)

@@ -71,7 +71,7 @@ def new_run(dataset, annotator):
 
 def bench_encode(texts: list[str], repeats: int) -> dict:
     from annotator.models import Dataset
-    from annotator.services.ranking import annotator_register
+    from annotator.services.ranking.annotators import annotator_register
     from workers.ranking.annotators import load_annotator
     from workers.ranking.cache import EmbeddingCache
     from workers.ranking.pipeline import RunExecution, ranking_settings

@@ -39,10 +39,10 @@ from django.db import connection  # noqa: E402
 def main(args) -> dict:
     from annotator.analysis.hit_rate import hit_rates
     from annotator.models import Caption, Image, RankingRun, RunStatus
+    from annotator.scenarios.synthetic import make_synthetic_dataset
     from annotator.selectors.ranking import annotator_diversity, top_lists
-    from annotator.services.datasets import dataset_import
-    from annotator.services.ranking import annotator_register
-    from annotator.synthetic import make_synthetic_dataset
+    from annotator.services.importing.imports import dataset_import
+    from annotator.services.ranking.annotators import annotator_register
     from workers.ranking.pipeline import ranking_run_execute
 
     out_dir = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))

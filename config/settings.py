@@ -6,6 +6,7 @@ CELERY_BROKER_URL and the S3 variables, and uses `config.settings_production`, w
 with DEBUG on or without a secret key.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -34,24 +35,49 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "annotator",
     "api",
     "workers",
 ]
 
 MIDDLEWARE = [
+    # First: a body over the limit is refused from its Content-Length before anything reads it (the CSRF
+    # check reads the POST body, which would write a large upload to a temporary file).
+    "annotator.middleware.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # PostgreSQL or Redis blinking: a safe request is tried once more, anything else is a 503 with
+    # Retry-After, never a 500 (annotator/resilience/middleware.py, docs/operations.md).
+    "annotator.resilience.middleware.OutageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
-# ModelBackend that loads the role and the Worker with the user (one query per request, not three).
-AUTHENTICATION_BACKENDS = ["annotator.auth.AccountBackend"]
+# Axes first: it refuses a locked-out username or address before any password is checked, and counts
+# failures. It has no get_user, so code that logs a user in by hand names AccountBackend
+# (annotator.views.accounts), the ModelBackend that loads the role and the Worker with the user.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "annotator.auth.AccountBackend"]
+# Log-in lock-out (django-axes): this many failures for one user name, or from one address, lock it for
+# AXES_COOLOFF_MINUTES; the lock-out page answers 429 with Retry-After (annotator.views.lockout).
+AXES_ENABLED = env.bool("AXES_ENABLED", default=True)
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=20)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("AXES_COOLOFF_MINUTES", default=30.0))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one reaching the limit locks
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "annotator.views.lockout.lockout_response"
+AXES_USERNAME_FORM_FIELD = "username"
+# Behind a reverse proxy, the number of proxies that append to X-Forwarded-For (0: use REMOTE_ADDR).
+AXES_IPWARE_PROXY_COUNT = env.int("AXES_IPWARE_PROXY_COUNT", default=0) or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if AXES_IPWARE_PROXY_COUNT else ("REMOTE_ADDR",)
+)
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -73,6 +99,9 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'vericap.sqlite3'}")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
+# A kept connection that PostgreSQL dropped (a restart, pg_terminate_backend) is found and replaced at the
+# start of the next request or task instead of failing its first query.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The embedded default serves a few people at once; wait for the write lock instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30
@@ -130,6 +159,14 @@ CELERY_TASK_ROUTES = {"workers.tasks.ranking.*": {"queue": "gpu"}}
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=6 * 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=6 * 3600 - 60)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A broker that is down costs a request about a second, not a hang: short socket timeouts and a short
+# publish retry. What could not be sent after a commit is left to the sweep (annotator/queue.py).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 10}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True  # a worker started while Redis restarts waits for it
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # A worker waits out a Redis that refuses writes (maxmemory) instead of dying on it (config/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.broker:RedisTransport"
 CELERY_BEAT_SCHEDULE = {}  # filled by the issues that need periodic work (lease expiry, auto-approval)
 
 REST_FRAMEWORK = {
@@ -142,6 +179,12 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
+    # Per token (the caller's account) and per address; over either a 429 with Retry-After.
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttles.TokenRateThrottle", "api.throttles.AddressRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "token": env.str("API_THROTTLE_TOKEN", default="600/minute"),
+        "address": env.str("API_THROTTLE_ADDRESS", default="1200/minute"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Vericap API",
@@ -152,6 +195,15 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several serializers have a `format` or `kind` field with different choices; name each set once.
+    "ENUM_NAME_OVERRIDES": {
+        "FormatEnum": "annotator.models.research.ExportFormat.choices",
+        "KindEnum": "annotator.models.ranking.AnnotatorKind.choices",
+        "LabelSetKindEnum": "annotator.models.labelsets.LabelSetKind.choices",
+        "LabelSetFormatEnum": "annotator.models.labelsets.LabelSetFormat.choices",
+        "LabelSetExportFormatEnum": "annotator.services.labelsets.exports.FORMATS",
+        "JobStatusEnum": "annotator.models.research.ExportStatus.choices",
+    },
 }
 
 # Import limits (Pillow): a decompression bomb is refused before it is decoded.
@@ -159,6 +211,13 @@ IMPORT_MAX_IMAGE_PIXELS = env.int("IMPORT_MAX_IMAGE_PIXELS", default=64_000_000)
 IMPORT_MAX_IMAGE_BYTES = env.int("IMPORT_MAX_IMAGE_BYTES", default=25 * 1024 * 1024)
 IMPORT_ALLOWED_FORMATS = env.list("IMPORT_ALLOWED_FORMATS", default=["JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF"])
 THUMBNAIL_SIZE = env.int("THUMBNAIL_SIZE", default=384)
+# Uploads on the page and the API (MS-COCO-sized sets go by `manage.py import_dataset`): a request body over
+# IMPORT_MAX_UPLOAD_BYTES is refused (413) from its Content-Length; a zip is screened before it is stored
+# (annotator.importing.screening): members, their total unpacked size and their compression ratio.
+IMPORT_MAX_UPLOAD_BYTES = env.int("IMPORT_MAX_UPLOAD_BYTES", default=100 * 1024 * 1024)
+IMPORT_MAX_ZIP_MEMBERS = env.int("IMPORT_MAX_ZIP_MEMBERS", default=50_000)
+IMPORT_MAX_UNZIPPED_BYTES = env.int("IMPORT_MAX_UNZIPPED_BYTES", default=2 * 1024 * 1024 * 1024)
+IMPORT_MAX_ZIP_RATIO = env.float("IMPORT_MAX_ZIP_RATIO", default=100.0)
 # Threads that read, check, thumbnail and store image files during an import (I/O bound: S3 round trips).
 IMPORT_THREADS = env.int("IMPORT_THREADS", default=4)
 
@@ -192,6 +251,13 @@ QUALITY_PEER_MIN_ITEMS = env.int("QUALITY_PEER_MIN_ITEMS", default=8)
 QUALITY_PEER_AGREEMENT_MIN = env.float("QUALITY_PEER_AGREEMENT_MIN", default=0.7)
 QUALITY_PEER_AGREEMENT_EXCUSE = env.float("QUALITY_PEER_AGREEMENT_EXCUSE", default=0.8)
 QUALITY_PEER_WAIT_HOURS = env.float("QUALITY_PEER_WAIT_HOURS", default=72.0)
+# The crowd check before approval (annotator/services/quality/crowd_check.py): flag a worker when P(accuracy < BELOW)
+# is at least LEVEL over their answers in the campaign (HIT_LEVEL on one HIT's); excuse a tolerated gold
+# miss when it is below EXCUSE_BELOW.
+QUALITY_POSTERIOR_FLAG_BELOW = env.float("QUALITY_POSTERIOR_FLAG_BELOW", default=0.7)
+QUALITY_POSTERIOR_FLAG_LEVEL = env.float("QUALITY_POSTERIOR_FLAG_LEVEL", default=0.7)
+QUALITY_POSTERIOR_HIT_LEVEL = env.float("QUALITY_POSTERIOR_HIT_LEVEL", default=0.95)
+QUALITY_POSTERIOR_EXCUSE_BELOW = env.float("QUALITY_POSTERIOR_EXCUSE_BELOW", default=0.7)
 QUALITY_GOLD_DISPUTE_MIN_ANSWERS = env.int("QUALITY_GOLD_DISPUTE_MIN_ANSWERS", default=5)
 QUALITY_GOLD_DISPUTE_SHARE = env.float("QUALITY_GOLD_DISPUTE_SHARE", default=0.5)
 CELERY_BEAT_SCHEDULE["quality-auto-approve"] = {
@@ -205,6 +271,8 @@ CELERY_BEAT_SCHEDULE["quality-aggregate"] = {
 
 # Crowd workers (issue 5, docs/workers.md): sign-up invite code (empty = open) and the lease-expiry beat.
 SIGNUP_INVITE_CODE = env.str("SIGNUP_INVITE_CODE", default="")
+# Sign-up tries per address and hour (a sign-up tells whether a name is free, so tries are limited; 429 after).
+SIGNUP_RATE_PER_HOUR = env.int("SIGNUP_RATE_PER_HOUR", default=20)
 # Check each MTurk arrival with GetAssignment (docs/workers.md). On when MTurk is configured: AWS keys that
 # boto3 (mturk_client) will use are in the environment, or DEBUG is off (keys from an instance role).
 MTURK_VERIFY_ARRIVALS = env.bool(
@@ -220,13 +288,19 @@ CSRF_COOKIE_SAMESITE = env.str("CSRF_COOKIE_SAMESITE", default="Lax")
 # a per-process one would keep a logged-out session alive in the other processes, so that is refused.
 CACHE_URL = env.str("CACHE_URL", default="")
 if CACHE_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+    # Fail-soft: while Redis is unreachable or refuses writes the cache answers misses, and sessions are read
+    # from the database (annotator/resilience/cache.py).
+    CACHES = {"default": {"BACKEND": "annotator.resilience.cache.FailSoftRedisCache", "LOCATION": CACHE_URL}}
 SESSION_ENGINE = env.str(
     "SESSION_ENGINE",
     default="django.contrib.sessions.backends.cached_db" if CACHE_URL else "django.contrib.sessions.backends.db",
 )
 if SESSION_ENGINE.rsplit(".", 1)[-1] in ("cache", "cached_db") and not CACHE_URL:
     raise ImproperlyConfigured(f"SESSION_ENGINE={SESSION_ENGINE} needs CACHE_URL (a cache all processes share).")
+CELERY_BEAT_SCHEDULE["webhooks-retry"] = {
+    "task": "workers.tasks.webhooks.webhooks_deliver_due_task",
+    "schedule": env.float("WEBHOOKS_RETRY_EVERY_SECONDS", default=30.0),
+}
 CELERY_BEAT_SCHEDULE["leases-expire"] = {
     "task": "workers.tasks.leases.assignments_expire_task",
     "schedule": env.float("LEASES_EXPIRE_EVERY_SECONDS", default=60.0),
@@ -236,3 +310,45 @@ CELERY_BEAT_SCHEDULE["leases-expire"] = {
 # an 18-item HIT) and how many workers are busy at the same time on average.
 CAMPAIGN_SECONDS_PER_ITEM = env.float("CAMPAIGN_SECONDS_PER_ITEM", default=20.0)
 CAMPAIGN_ACTIVE_WORKERS = env.int("CAMPAIGN_ACTIVE_WORKERS", default=10)
+
+# Evaluations: the CIDEr relevance matrix of SR@k / NCS@k is computed for test sets up to this many
+# (image, caption) pairs (a 5K test set has 125M: about 1 GB of float64 and seconds of CPU); bootstrap
+# resamples per metric interval.
+SEMANTIC_MAX_PAIRS = env.int("SEMANTIC_MAX_PAIRS", default=150_000_000)
+EVALUATION_RESAMPLES = env.int("EVALUATION_RESAMPLES", default=1000)
+
+# Content-Security-Policy (django-csp) on every response: scripts, styles and everything else from this
+# origin only (no inline script or style anywhere in the templates), images also from the media host.
+# Framing by this origin only; the worker's pages that MTurk shows widen frame-ancestors to MTurk
+# (annotator.views.work). Forms may post to MTurk's externalSubmit.
+MTURK_ORIGINS = ["https://www.mturk.com", "https://workersandbox.mturk.com"]
+CSP_EXTRA_IMG_SRC = env.list("CSP_EXTRA_IMG_SRC", default=[])
+_media_origins = []
+if AWS_STORAGE_BUCKET_NAME:
+    _media_origins = [AWS_S3_ENDPOINT_URL] if AWS_S3_ENDPOINT_URL else ["https://*.amazonaws.com"]
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:", *_media_origins, *CSP_EXTRA_IMG_SRC],
+        "connect-src": ["'self'"],
+        "font-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'", *MTURK_ORIGINS],
+        "frame-ancestors": ["'self'"],
+    },
+}
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# Faults (docs/operations.md): how long a person is asked to wait after a 503, and the sweep that finds work
+# whose Celery message was lost (a broker restart, a killed worker) and does it or queues it again.
+OUTAGE_RETRY_AFTER_SECONDS = env.int("OUTAGE_RETRY_AFTER_SECONDS", default=5)
+SWEEP_SCORE_AFTER_SECONDS = env.float("SWEEP_SCORE_AFTER_SECONDS", default=60.0)
+SWEEP_JOB_STALE_SECONDS = env.float("SWEEP_JOB_STALE_SECONDS", default=600.0)
+CELERY_BEAT_SCHEDULE["work-sweep"] = {
+    "task": "workers.tasks.sweep.work_sweep_task",
+    "schedule": env.float("SWEEP_EVERY_SECONDS", default=30.0),
+}

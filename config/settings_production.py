@@ -3,7 +3,7 @@
 from django.core.exceptions import ImproperlyConfigured
 
 from config.settings import *  # noqa: F401,F403
-from config.settings import DEBUG, DEVELOPMENT_SECRET_KEY, SECRET_KEY
+from config.settings import DEBUG, DEVELOPMENT_SECRET_KEY, SECRET_KEY, env
 
 if DEBUG:
     raise ImproperlyConfigured("Production refuses to start with DEBUG on: set DEBUG=false.")
@@ -14,3 +14,11 @@ SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 STORAGES["staticfiles"] = {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"}  # noqa: F405
+# https only: HSTS (a year by default), http redirected to https except the container's health check,
+# which probes http://127.0.0.1:8000/healthz from inside.
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SESSION_COOKIE_HTTPONLY = True

@@ -8,6 +8,9 @@ from django.views.static import serve
 
 from annotator.views.health import healthz
 
+# An outage that escapes outside a view (a session saved while PostgreSQL is away) is a 503, not a 500.
+handler500 = "annotator.resilience.middleware.server_error"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),

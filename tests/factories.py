@@ -100,6 +100,11 @@ class CampaignFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"campaign-{n}")
     owner = factory.LazyFunction(lambda: user_with_role(models.Role.REQUESTER))
     dataset = factory.SubFactory(DatasetFactory)
+    # The unit tests of single mechanisms pin the ECCV Caption policy (every gold miss to review, fixed
+    # redundancy, majority-era labels); tests of the product defaults build campaigns with the services.
+    tolerated_gold_misses = 0
+    adaptive_redundancy = False
+    machine_prior = False
 
 
 class PairFactory(factory.django.DjangoModelFactory):
@@ -147,11 +152,14 @@ class AssignmentFactory(factory.django.DjangoModelFactory):
     expires_at = factory.LazyFunction(lambda: timezone.now() + timezone.timedelta(minutes=30))
 
 
-def live_campaign_with_hits(*, hits: int = 2, candidates: int = 2, redundancy: int = 1, **campaign_kwargs):
+def live_campaign_with_hits(
+    *, hits: int = 2, candidates: int = 2, redundancy: int = 1, shared_gold: bool = False, **campaign_kwargs
+):
     """A live campaign with `hits` HITs of `candidates` candidates + 1 gold positive + 1 gold negative.
 
-    The two gold pairs are shared by every HIT (as the gold reuse of a real build); positions put the gold
-    items in the middle, as a real build shuffles them. Used by the worker-area tests (issue 5).
+    Each HIT has its own two gold pairs, or with `shared_gold` every HIT has the same two (as the gold reuse
+    of a real build; one worker then gets one of those HITs only). Positions put the gold items in the
+    middle, as a real build shuffles them. A qualification pool apart from the HITs comes with it.
     """
     campaign_kwargs.setdefault("qualification_items", 2)
     campaign = CampaignFactory(
@@ -161,10 +169,12 @@ def live_campaign_with_hits(*, hits: int = 2, candidates: int = 2, redundancy: i
         launched_at=timezone.now(),
         **campaign_kwargs,
     )
-    gold_positive = PairFactory(campaign=campaign, is_original=True)
-    other = PairFactory(campaign=campaign, is_original=True)
-    gold_negative = PairFactory(campaign=campaign, image=gold_positive.image, caption=other.caption)
+    gold_positive = gold_negative = None
     for index in range(hits):
+        if gold_positive is None or not shared_gold:
+            gold_positive = PairFactory(campaign=campaign, is_original=True)
+            other = PairFactory(campaign=campaign, is_original=True)
+            gold_negative = PairFactory(campaign=campaign, image=gold_positive.image, caption=other.caption)
         hit = HitFactory(campaign=campaign, index=index, assignments_required=redundancy)
         pairs = [PairFactory(campaign=campaign) for _ in range(candidates)]
         roles = [models.ItemRole.CANDIDATE] * candidates
@@ -173,7 +183,35 @@ def live_campaign_with_hits(*, hits: int = 2, candidates: int = 2, redundancy: i
         roles[middle:middle] = [models.ItemRole.GOLD_POSITIVE, models.ItemRole.GOLD_NEGATIVE]
         for position, (pair, role) in enumerate(zip(pairs, roles, strict=False)):
             HitItemFactory(hit=hit, position=position, pair=pair, role=role)
+    if campaign.qualification_items:
+        add_qualification_pool(campaign=campaign, size=max(4, 2 * campaign.qualification_items))
     return campaign
+
+
+def add_qualification_pool(*, campaign, size: int = 4) -> list:
+    """A qualification pool of `size` items (half positives), pairs that are in no HIT, as a build sets aside."""
+    items = []
+    for number in range(size):
+        image = ImageFactory(dataset=campaign.dataset)
+        caption = CaptionFactory(image=image if number % 2 == 0 else ImageFactory(dataset=campaign.dataset))
+        items.append(
+            models.QualificationItem.objects.create(
+                campaign=campaign,
+                key=(image.pk << 32) | caption.pk,
+                image=image,
+                caption=caption,
+                role=models.QualificationRole.GOLD_POSITIVE
+                if number % 2 == 0
+                else models.QualificationRole.GOLD_NEGATIVE,
+            )
+        )
+    return items
+
+
+def qualification_right_answers(attempt) -> dict:
+    """The right answers of a qualification attempt, as the form posts them."""
+    roles = dict(models.QualificationItem.objects.filter(pk__in=attempt.items).values_list("pk", "role"))
+    return {str(i): ("yes" if roles[p] == "gold_positive" else "no") for i, p in enumerate(attempt.items)}
 
 
 class LabelFactory(factory.django.DjangoModelFactory):

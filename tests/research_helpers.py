@@ -67,3 +67,8 @@ def research_campaign(*, owner=None, method=models.AggregationMethod.MAJORITY, *
             shortcomings=["extra_concepts"] if choice == models.Choice.PARTIALLY_YES else [],
         )
     return campaign
+
+
+def eccv_positives(data: dict) -> dict:
+    """The positives of an exported ECCV JSON (it also carries "verified_negatives")."""
+    return {key: data[key] for key in ("i2t", "t2i")}

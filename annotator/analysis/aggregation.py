@@ -36,6 +36,11 @@ class AggregatedLabel:
     is_positive_strict: bool
     confidence: float
     answer_count: int
+    probability: float | None = None  # P(positive)
+    probability_low: float | None = None  # its 90% interval, where the method gives one
+    probability_high: float | None = None
+    score_low: float | None = None  # the 90% interval of a similarity mean
+    score_high: float | None = None
 
 
 def _decide(weights_by_choice: dict[str, float], count: int) -> AggregatedLabel:
@@ -55,6 +60,7 @@ def _decide(weights_by_choice: dict[str, float], count: int) -> AggregatedLabel:
         is_positive_strict=is_positive and choice == "yes",
         confidence=confidence,
         answer_count=count,
+        probability=(positive / total) if total > 0 else 0.5,
     )
 
 
@@ -109,11 +115,29 @@ def dawid_skene(votes: list[Vote], *, n_iter: int = 100, tol: float = 1e-5) -> d
 
 def dawid_skene_frame(frame, *, n_iter: int = 100, tol: float = 1e-5) -> dict[int, AggregatedLabel]:
     """Dawid-Skene on a pandas frame with columns task, worker, label (the four choice values)."""
-    import numpy as np
     from crowdkit.aggregation import DawidSkene
 
+    return crowdkit_frame(frame, DawidSkene(n_iter=n_iter, tol=tol))
+
+
+def crowdkit_model(name: str, votes: list[Vote]) -> dict[int, AggregatedLabel]:
+    """One of crowd-kit's models over the four choices: `glad`, `mace` or `wawa`."""
+    import pandas as pd
+    from crowdkit.aggregation import GLAD, MACE, Wawa
+
+    models = {"glad": lambda: GLAD(n_iter=50), "mace": lambda: MACE(n_restarts=3, n_iter=50), "wawa": Wawa}
+    rows = [(vote.pair_id, vote.worker_id, vote.choice) for vote in votes if vote.choice]
+    if not rows:
+        return {}
+    return crowdkit_frame(pd.DataFrame(rows, columns=["task", "worker", "label"]), models[name]())
+
+
+def crowdkit_frame(frame, model) -> dict[int, AggregatedLabel]:
+    """Labels from a crowd-kit model's class posteriors over the four choices."""
+    import numpy as np
+
     counts = frame.groupby("task").size()
-    proba = DawidSkene(n_iter=n_iter, tol=tol).fit_predict_proba(frame)
+    proba = model.fit_predict_proba(frame)
     columns = list(proba.columns)
     values = proba.to_numpy()
     zeros = np.zeros(len(proba))
@@ -133,19 +157,33 @@ def dawid_skene_frame(frame, *, n_iter: int = 100, tol: float = 1e-5) -> dict[in
             is_positive_strict=is_positive and choice == "yes",
             confidence=min(max(positive, 1.0 - positive), 1.0),
             answer_count=int(answer_counts[row]),
+            probability=min(max(positive, 0.0), 1.0),
         )
     return labels
 
 
-def mean_score(votes: list[Vote]) -> dict[int, AggregatedLabel]:
-    """Similarity: the mean 0-5 rating; confidence = share of ratings on the mean's side of 3."""
+def mean_score(votes: list[Vote], *, prior_sd: float = 1.0) -> dict[int, AggregatedLabel]:
+    """Similarity: the mean 0-5 rating with its standard error; confidence = share of ratings on the mean's
+    side of 3.
+
+    The 90% interval of the mean is Student's t with the pair's own spread, except that the spread is
+    pooled with a prior standard deviation `prior_sd` (one pseudo-rating), so two identical ratings do not
+    claim a zero-width interval. P(positive) is P(true mean >= 3) under that t distribution.
+    """
+    from scipy import stats
+
     by_pair: dict[int, list[float]] = defaultdict(list)
     for vote in votes:
         if vote.score is not None:
             by_pair[vote.pair_id].append(float(vote.score))
     labels = {}
     for pair_id, scores in by_pair.items():
-        mean = sum(scores) / len(scores)
+        n = len(scores)
+        mean = sum(scores) / n
+        squares = sum((s - mean) ** 2 for s in scores)
+        sd = ((squares + prior_sd**2) / n) ** 0.5  # n - 1 degrees of freedom plus the prior's one
+        se = sd / n**0.5
+        t = stats.t.ppf(0.95, df=n)
         is_positive = mean >= SIMILARITY_POSITIVE_AT
         agreeing = sum(1 for s in scores if (s >= SIMILARITY_POSITIVE_AT) == is_positive)
         labels[pair_id] = AggregatedLabel(
@@ -153,7 +191,10 @@ def mean_score(votes: list[Vote]) -> dict[int, AggregatedLabel]:
             score=mean,
             is_positive=is_positive,
             is_positive_strict=mean >= SIMILARITY_STRICT_AT,
-            confidence=agreeing / len(scores),
-            answer_count=len(scores),
+            confidence=agreeing / n,
+            answer_count=n,
+            probability=float(stats.t.cdf((mean - SIMILARITY_POSITIVE_AT) / se, df=n)),
+            score_low=max(mean - t * se, 0.0),
+            score_high=min(mean + t * se, 5.0),
         )
     return labels

@@ -97,20 +97,26 @@ def evaluate(
     return results, counts
 
 
-def parse_direction_file(data, *, what: str) -> dict[str, dict[str, list[str]]]:
+def parse_direction_file(data, *, what: str, directions: Sequence[str] = DIRECTIONS) -> dict[str, dict[str, list[str]]]:
     """Validate the shape of an ECCV-style file `{"i2t": {id: [ids]}, "t2i": {id: [ids]}}`; ids as strings.
 
-    Raises ValueError with a message that names the offending key. At least one direction must be present.
+    `directions` are the keys allowed (caption-to-caption "t2t" and image-to-image "i2i" where the caller
+    scores them). Raises ValueError with a message that names the offending key. At least one direction
+    must be present.
     """
     if not isinstance(data, dict):
         raise ValueError(f'The {what} must be a JSON object with "i2t" and/or "t2i".')
-    unknown = sorted(set(data) - set(DIRECTIONS))
+    expected = " and ".join(f'"{direction}"' for direction in directions)
+    # Vericap's ECCV JSON carries the crowd's verified negatives beside the positives; they are not positives.
+    unknown = sorted(set(data) - set(directions) - {"verified_negatives"})
     if unknown:
-        raise ValueError(f'The {what} has unknown keys {unknown}; expected "i2t" and "t2i".')
-    if not any(direction in data for direction in DIRECTIONS):
-        raise ValueError(f'The {what} has neither "i2t" nor "t2i".')
+        raise ValueError(f"The {what} has unknown keys {unknown}; expected {expected}.")
+    if not any(direction in data for direction in directions):
+        raise ValueError(f"The {what} has none of {expected}.")
     parsed: dict[str, dict[str, list[str]]] = {}
-    for direction in DIRECTIONS:
+    for direction in directions:
+        if direction not in data and direction not in DIRECTIONS:
+            continue
         section = data.get(direction, {})
         if not isinstance(section, dict):
             raise ValueError(f'"{direction}" in the {what} must map query ids to lists of ids.')

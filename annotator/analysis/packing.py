@@ -135,6 +135,7 @@ class GoldPicker:
         original_keys: set[int],
         uses: dict[int, int] | None = None,
         tries_per_query: int = 25,
+        withheld_keys: frozenset[int] | set[int] = frozenset(),
     ):
         self.rng = rng
         self.reuse_limit = max(1, int(reuse_limit))
@@ -146,6 +147,9 @@ class GoldPicker:
         self.original_keys = original_keys
         self.uses: dict[int, int] = defaultdict(int, uses or {})
         self.tries_per_query = tries_per_query
+        # Pairs kept for the qualification test: never HIT gold, so the test reveals nothing about HITs.
+        self.withheld_keys = withheld_keys
+        self.positive_queries: set[int] = set()  # the queries of the last HIT's gold positives
         shuffled = [int(k) for k in rng.permutation(np.asarray(all_positives, dtype=np.int64))]
         self._fallback_fresh = deque(k for k in shuffled if k not in candidate_keys)
         self._fallback_any = deque(shuffled)
@@ -153,6 +157,7 @@ class GoldPicker:
     def _usable(self, key: int, taken: set[int], *, allow_candidates: bool) -> bool:
         return (
             key not in taken
+            and key not in self.withheld_keys
             and self.uses[key] < self.reuse_limit
             and (allow_candidates or key not in self.candidate_keys)
         )
@@ -170,6 +175,7 @@ class GoldPicker:
     def positives(self, *, taken: set[int], queries: list[int], n: int) -> list[int]:
         """n gold positives not in `taken` (the HIT's pairs so far), preferring the HIT's own queries."""
         picks: list[int] = []
+        self.positive_queries = set()
         query_order = [queries[i] for i in self.rng.permutation(len(queries))] if queries else []
         for allow_candidates in (False, True):
             for query in query_order:
@@ -179,6 +185,7 @@ class GoldPicker:
                     if self._usable(key, taken, allow_candidates=allow_candidates):
                         picks.append(key)
                         taken.add(key)
+                        self.positive_queries.add(query)
             queue = self._fallback_any if allow_candidates else self._fallback_fresh
             while len(picks) < n:
                 key = self._from_queue(queue, taken, allow_candidates=allow_candidates)
@@ -200,6 +207,8 @@ class GoldPicker:
     def _is_negative(self, key: int | None, taken: set[int]) -> bool:
         if key is None or key in taken or key in self.original_keys or key in self.candidate_keys:
             return False
+        if key in self.withheld_keys:
+            return False
         if self.uses[key] >= self.reuse_limit:
             return False
         i = np.searchsorted(self.excluded_keys, key)
@@ -210,10 +219,15 @@ class GoldPicker:
         picks: list[int] = []
         if n and len(self.negative_targets) == 0:
             raise PackingError("The dataset has no items to draw gold negatives from.")
-        for pool in (queries, fallback_queries):
+        # Gold joins the group of items of its query, so a group holding gold is bigger than one without:
+        # negatives go to the HIT's other queries first, so every group gets its share of gold.
+        others = [q for q in queries if q not in self.positive_queries]
+        for pool in (others, queries, fallback_queries):
             if len(picks) == n or len(pool) == 0:
                 continue
-            attempts = self.tries_per_query * max(len(pool), 1) if pool is queries else 50 * self.tries_per_query
+            attempts = (
+                self.tries_per_query * max(len(pool), 1) if pool is not fallback_queries else 50 * self.tries_per_query
+            )
             for _ in range(attempts):
                 if len(picks) == n:
                     break

@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,580 +15,1192 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Assignment',
+            name="Assignment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('reserved', 'Reserved'), ('submitted', 'Submitted'), ('approved', 'Approved'), ('rejected', 'Rejected'), ('returned', 'Returned'), ('expired', 'Expired')], default='reserved', max_length=16)),
-                ('reserved_at', models.DateTimeField(auto_now_add=True)),
-                ('expires_at', models.DateTimeField()),
-                ('submitted_at', models.DateTimeField(blank=True, null=True)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('external_assignment_id', models.CharField(blank=True, max_length=64, null=True, unique=True)),
-                ('gold_correct', models.PositiveIntegerField(blank=True, null=True)),
-                ('gold_total', models.PositiveIntegerField(blank=True, null=True)),
-                ('flags', models.JSONField(blank=True, default=list)),
-                ('scored_at', models.DateTimeField(blank=True, null=True)),
-                ('auto_approve_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("reserved", "Reserved"),
+                            ("submitted", "Submitted"),
+                            ("approved", "Approved"),
+                            ("rejected", "Rejected"),
+                            ("returned", "Returned"),
+                            ("expired", "Expired"),
+                        ],
+                        default="reserved",
+                        max_length=16,
+                    ),
+                ),
+                ("reserved_at", models.DateTimeField(auto_now_add=True)),
+                ("expires_at", models.DateTimeField()),
+                ("submitted_at", models.DateTimeField(blank=True, null=True)),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("external_assignment_id", models.CharField(blank=True, max_length=64, null=True, unique=True)),
+                ("gold_correct", models.PositiveIntegerField(blank=True, null=True)),
+                ("gold_total", models.PositiveIntegerField(blank=True, null=True)),
+                ("flags", models.JSONField(blank=True, default=list)),
+                ("scored_at", models.DateTimeField(blank=True, null=True)),
+                ("auto_approve_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'ordering': ['-reserved_at'],
+                "ordering": ["-reserved_at"],
             },
         ),
         migrations.CreateModel(
-            name='MachineAnnotator',
+            name="MachineAnnotator",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('kind', models.CharField(choices=[('clip', 'CLIP (Hugging Face checkpoint directory)'), ('minilm_pivot', 'all-MiniLM-L6-v2, images pivoted through their captions'), ('tfidf_pivot', 'TF-IDF, images pivoted through their captions'), ('external', 'External label set (imported, not a model)')], max_length=32)),
-                ('checkpoint_path', models.CharField(blank=True, max_length=500)),
-                ('weights_hash', models.CharField(blank=True, max_length=64)),
-                ('config', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("clip", "CLIP (Hugging Face checkpoint directory)"),
+                            ("minilm_pivot", "all-MiniLM-L6-v2, images pivoted through their captions"),
+                            ("tfidf_pivot", "TF-IDF, images pivoted through their captions"),
+                            ("external", "External label set (imported, not a model)"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("checkpoint_path", models.CharField(blank=True, max_length=500)),
+                ("weights_hash", models.CharField(blank=True, max_length=64)),
+                ("config", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='AssignmentEvent',
+            name="AssignmentEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('from_status', models.CharField(blank=True, max_length=16)),
-                ('to_status', models.CharField(max_length=16)),
-                ('reason', models.CharField(blank=True, max_length=1000)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('assignment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='annotator.assignment')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("from_status", models.CharField(blank=True, max_length=16)),
+                ("to_status", models.CharField(max_length=16)),
+                ("reason", models.CharField(blank=True, max_length=1000)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "assignment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="events", to="annotator.assignment"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'id'],
+                "ordering": ["created_at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Dataset',
+            name="Dataset",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('status', models.CharField(choices=[('importing', 'Importing'), ('ready', 'Ready'), ('failed', 'Failed')], default='importing', max_length=16)),
-                ('images_total', models.PositiveIntegerField(default=0)),
-                ('images_done', models.PositiveIntegerField(default=0)),
-                ('captions_total', models.PositiveIntegerField(default=0)),
-                ('captions_done', models.PositiveIntegerField(default=0)),
-                ('report', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('owner', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='datasets', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("importing", "Importing"), ("ready", "Ready"), ("failed", "Failed")],
+                        default="importing",
+                        max_length=16,
+                    ),
+                ),
+                ("images_total", models.PositiveIntegerField(default=0)),
+                ("images_done", models.PositiveIntegerField(default=0)),
+                ("captions_total", models.PositiveIntegerField(default=0)),
+                ("captions_done", models.PositiveIntegerField(default=0)),
+                ("report", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="datasets",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Campaign',
+            name="Campaign",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('status', models.CharField(choices=[('draft', 'Draft'), ('building', 'Building'), ('built', 'Built'), ('live', 'Live'), ('paused', 'Paused'), ('finished', 'Finished')], default='draft', max_length=16)),
-                ('direction', models.CharField(choices=[('i2t', 'Image to caption'), ('t2i', 'Caption to image'), ('both', 'Both, as two stages (image to caption first)'), ('t2t', 'Caption to caption (STS)'), ('i2i', 'Image to image (SIS)')], default='i2t', max_length=4)),
-                ('scale', models.CharField(choices=[('four_choice', 'Four choices with rationale (ECCV Caption)'), ('similarity', 'Continuous 0-5 similarity (Crisscrossed Captions)')], default='four_choice', max_length=16)),
-                ('rationale_followups', models.BooleanField(default=True)),
-                ('sample_count', models.PositiveIntegerField(blank=True, null=True)),
-                ('sample_fraction', models.FloatField(blank=True, null=True, validators=[django.core.validators.MinValueValidator(0.0), django.core.validators.MaxValueValidator(1.0)])),
-                ('seed', models.IntegerField(default=0)),
-                ('pool_depth', models.PositiveIntegerField(default=5)),
-                ('gold_exclusion_depth', models.PositiveIntegerField(default=25)),
-                ('candidates_per_hit', models.PositiveIntegerField(default=16, validators=[django.core.validators.MinValueValidator(1)])),
-                ('gold_positives_per_hit', models.PositiveIntegerField(default=1)),
-                ('gold_negatives_per_hit', models.PositiveIntegerField(default=1)),
-                ('gold_reuse_limit', models.PositiveIntegerField(default=3)),
-                ('redundancy', models.PositiveIntegerField(default=1, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(9)])),
-                ('reward_cents', models.PositiveIntegerField(default=50)),
-                ('platform_fee_percent', models.FloatField(default=20.0, validators=[django.core.validators.MinValueValidator(0.0)])),
-                ('lease_minutes', models.PositiveIntegerField(default=30, validators=[django.core.validators.MinValueValidator(1)])),
-                ('max_hits_per_worker', models.PositiveIntegerField(blank=True, null=True)),
-                ('qualification_items', models.PositiveIntegerField(default=6)),
-                ('qualification_pass_mark', models.FloatField(default=0.8)),
-                ('qualification_cooldown_minutes', models.PositiveIntegerField(default=60)),
-                ('strict_gold', models.BooleanField(default=False)),
-                ('similarity_gold_threshold', models.FloatField(default=3.0)),
-                ('gold_fail_action', models.CharField(choices=[('review', 'Send to the review queue'), ('reject', 'Reject automatically')], default='review', max_length=8)),
-                ('auto_approve_hours', models.FloatField(default=72.0)),
-                ('min_seconds_per_item', models.FloatField(default=1.0)),
-                ('confidence_threshold', models.FloatField(default=0.7)),
-                ('extra_assignment_cap', models.PositiveIntegerField(default=0)),
-                ('tolerated_gold_misses', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('built_at', models.DateTimeField(blank=True, null=True)),
-                ('launched_at', models.DateTimeField(blank=True, null=True)),
-                ('build_report', models.JSONField(blank=True, default=dict)),
-                ('build_error', models.TextField(blank=True)),
-                ('build_requested_at', models.DateTimeField(blank=True, null=True)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='campaigns', to=settings.AUTH_USER_MODEL)),
-                ('shared_with', models.ManyToManyField(blank=True, related_name='shared_campaigns', to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='campaigns', to='annotator.dataset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "Draft"),
+                            ("building", "Building"),
+                            ("built", "Built"),
+                            ("live", "Live"),
+                            ("paused", "Paused"),
+                            ("finished", "Finished"),
+                        ],
+                        default="draft",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "direction",
+                    models.CharField(
+                        choices=[
+                            ("i2t", "Image to caption"),
+                            ("t2i", "Caption to image"),
+                            ("both", "Both, as two stages (image to caption first)"),
+                            ("t2t", "Caption to caption (STS)"),
+                            ("i2i", "Image to image (SIS)"),
+                        ],
+                        default="i2t",
+                        max_length=4,
+                    ),
+                ),
+                (
+                    "scale",
+                    models.CharField(
+                        choices=[
+                            ("four_choice", "Four choices with rationale (ECCV Caption)"),
+                            ("similarity", "Continuous 0-5 similarity (Crisscrossed Captions)"),
+                        ],
+                        default="four_choice",
+                        max_length=16,
+                    ),
+                ),
+                ("rationale_followups", models.BooleanField(default=True)),
+                ("sample_count", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "sample_fraction",
+                    models.FloatField(
+                        blank=True,
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(0.0),
+                            django.core.validators.MaxValueValidator(1.0),
+                        ],
+                    ),
+                ),
+                ("seed", models.IntegerField(default=0)),
+                ("pool_depth", models.PositiveIntegerField(default=5)),
+                ("gold_exclusion_depth", models.PositiveIntegerField(default=25)),
+                (
+                    "candidates_per_hit",
+                    models.PositiveIntegerField(default=16, validators=[django.core.validators.MinValueValidator(1)]),
+                ),
+                ("gold_positives_per_hit", models.PositiveIntegerField(default=1)),
+                ("gold_negatives_per_hit", models.PositiveIntegerField(default=1)),
+                ("gold_reuse_limit", models.PositiveIntegerField(default=3)),
+                (
+                    "redundancy",
+                    models.PositiveIntegerField(
+                        default=1,
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(9),
+                        ],
+                    ),
+                ),
+                ("reward_cents", models.PositiveIntegerField(default=50)),
+                (
+                    "platform_fee_percent",
+                    models.FloatField(default=20.0, validators=[django.core.validators.MinValueValidator(0.0)]),
+                ),
+                (
+                    "lease_minutes",
+                    models.PositiveIntegerField(default=30, validators=[django.core.validators.MinValueValidator(1)]),
+                ),
+                ("max_hits_per_worker", models.PositiveIntegerField(blank=True, null=True)),
+                ("qualification_items", models.PositiveIntegerField(default=6)),
+                ("qualification_pass_mark", models.FloatField(default=0.8)),
+                ("qualification_cooldown_minutes", models.PositiveIntegerField(default=60)),
+                ("strict_gold", models.BooleanField(default=False)),
+                ("similarity_gold_threshold", models.FloatField(default=3.0)),
+                (
+                    "gold_fail_action",
+                    models.CharField(
+                        choices=[("review", "Send to the review queue"), ("reject", "Reject automatically")],
+                        default="review",
+                        max_length=8,
+                    ),
+                ),
+                ("auto_approve_hours", models.FloatField(default=72.0)),
+                ("min_seconds_per_item", models.FloatField(default=1.0)),
+                ("confidence_threshold", models.FloatField(default=0.7)),
+                ("extra_assignment_cap", models.PositiveIntegerField(default=0)),
+                ("tolerated_gold_misses", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("built_at", models.DateTimeField(blank=True, null=True)),
+                ("launched_at", models.DateTimeField(blank=True, null=True)),
+                ("build_report", models.JSONField(blank=True, default=dict)),
+                ("build_error", models.TextField(blank=True)),
+                ("build_requested_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="campaigns",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "shared_with",
+                    models.ManyToManyField(blank=True, related_name="shared_campaigns", to=settings.AUTH_USER_MODEL),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="campaigns", to="annotator.dataset"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Evaluation',
+            name="Evaluation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('variant', models.CharField(choices=[('lenient', '"100% YES" and "Partially YES"'), ('strict', '"100% YES" only')], default='lenient', max_length=8)),
-                ('method', models.CharField(max_length=16)),
-                ('results', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evaluations', to='annotator.campaign')),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evaluations', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "variant",
+                    models.CharField(
+                        choices=[("lenient", '"100% YES" and "Partially YES"'), ("strict", '"100% YES" only')],
+                        default="lenient",
+                        max_length=8,
+                    ),
+                ),
+                ("method", models.CharField(max_length=16)),
+                ("results", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="evaluations", to="annotator.campaign"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evaluations",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='ExportJob',
+            name="ExportJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('format', models.CharField(choices=[('eccv_json', 'ECCV Caption JSON ({"i2t": ..., "t2i": ...})'), ('eccv_split', 'ECCV Caption, two files as released (zip)'), ('jsonl', 'JSONL with every approved answer'), ('cxc_csv', 'CSV in the Crisscrossed Captions form (similarity campaigns)')], max_length=16)),
-                ('variant', models.CharField(choices=[('lenient', '"100% YES" and "Partially YES"'), ('strict', '"100% YES" only')], default='lenient', max_length=8)),
-                ('method', models.CharField(max_length=16)),
-                ('merge_original', models.BooleanField(default=False)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='queued', max_length=16)),
-                ('file', models.FileField(blank=True, max_length=500, upload_to='exports/')),
-                ('rows', models.PositiveBigIntegerField(default=0)),
-                ('size_bytes', models.PositiveBigIntegerField(default=0)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='exports', to='annotator.campaign')),
-                ('created_by', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='exports', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "format",
+                    models.CharField(
+                        choices=[
+                            ("eccv_json", 'ECCV Caption JSON ({"i2t": ..., "t2i": ...})'),
+                            ("eccv_split", "ECCV Caption, two files as released (zip)"),
+                            ("jsonl", "JSONL with every approved answer"),
+                            ("cxc_csv", "CSV in the Crisscrossed Captions form (similarity campaigns)"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "variant",
+                    models.CharField(
+                        choices=[("lenient", '"100% YES" and "Partially YES"'), ("strict", '"100% YES" only')],
+                        default="lenient",
+                        max_length=8,
+                    ),
+                ),
+                ("method", models.CharField(max_length=16)),
+                ("merge_original", models.BooleanField(default=False)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("file", models.FileField(blank=True, max_length=500, upload_to="exports/")),
+                ("rows", models.PositiveBigIntegerField(default=0)),
+                ("size_bytes", models.PositiveBigIntegerField(default=0)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="exports", to="annotator.campaign"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="exports", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Hit',
+            name="Hit",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('stage', models.CharField(default='i2t', max_length=3)),
-                ('status', models.CharField(choices=[('open', 'Open'), ('complete', 'Complete'), ('cancelled', 'Cancelled')], default='open', max_length=16)),
-                ('assignments_required', models.PositiveIntegerField(default=1)),
-                ('has_room', models.BooleanField(db_default=True, default=True)),
-                ('external_hit_id', models.CharField(blank=True, max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='hits', to='annotator.campaign')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("index", models.PositiveIntegerField()),
+                ("stage", models.CharField(default="i2t", max_length=3)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("open", "Open"), ("complete", "Complete"), ("cancelled", "Cancelled")],
+                        default="open",
+                        max_length=16,
+                    ),
+                ),
+                ("assignments_required", models.PositiveIntegerField(default=1)),
+                ("has_room", models.BooleanField(db_default=True, default=True)),
+                ("external_hit_id", models.CharField(blank=True, max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="hits", to="annotator.campaign"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['campaign_id', 'index'],
+                "ordering": ["campaign_id", "index"],
             },
         ),
         migrations.AddField(
-            model_name='assignment',
-            name='hit',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotator.hit'),
+            model_name="assignment",
+            name="hit",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="assignments", to="annotator.hit"
+            ),
         ),
         migrations.CreateModel(
-            name='HitItem',
+            name="HitItem",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('role', models.CharField(choices=[('candidate', 'Candidate'), ('gold_positive', 'Gold positive'), ('gold_negative', 'Gold negative'), ('qualification', 'Qualification item')], default='candidate', max_length=16)),
-                ('hit', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='annotator.hit')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveIntegerField()),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("candidate", "Candidate"),
+                            ("gold_positive", "Gold positive"),
+                            ("gold_negative", "Gold negative"),
+                            ("qualification", "Qualification item"),
+                        ],
+                        default="candidate",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "hit",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="items", to="annotator.hit"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['hit_id', 'position'],
+                "ordering": ["hit_id", "position"],
             },
         ),
         migrations.CreateModel(
-            name='Answer',
+            name="Answer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('choice', models.CharField(blank=True, choices=[('yes', '100% YES'), ('partially_yes', 'Partially YES, but ...'), ('mostly_no', 'Mostly NO, because ...'), ('no', '100% NO')], max_length=16)),
-                ('score', models.FloatField(blank=True, null=True)),
-                ('shortcomings', models.JSONField(blank=True, default=list)),
-                ('wrong_aspects', models.JSONField(blank=True, default=list)),
-                ('comment', models.TextField(blank=True)),
-                ('seconds_spent', models.FloatField(default=0.0)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('assignment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='answers', to='annotator.assignment')),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='answers', to='annotator.hititem')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "choice",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("yes", "100% YES"),
+                            ("partially_yes", "Partially YES, but ..."),
+                            ("mostly_no", "Mostly NO, because ..."),
+                            ("no", "100% NO"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("score", models.FloatField(blank=True, null=True)),
+                ("shortcomings", models.JSONField(blank=True, default=list)),
+                ("wrong_aspects", models.JSONField(blank=True, default=list)),
+                ("comment", models.TextField(blank=True)),
+                ("seconds_spent", models.FloatField(default=0.0)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "assignment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="answers", to="annotator.assignment"
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="answers", to="annotator.hititem"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Image',
+            name="Image",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source_id', models.CharField(max_length=64)),
-                ('file_name', models.CharField(max_length=500)),
-                ('file', models.FileField(max_length=500, upload_to='images/')),
-                ('thumbnail', models.FileField(blank=True, max_length=500, upload_to='thumbnails/')),
-                ('content_hash', models.CharField(db_index=True, max_length=64)),
-                ('width', models.PositiveIntegerField()),
-                ('height', models.PositiveIntegerField()),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='images', to='annotator.dataset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("source_id", models.CharField(max_length=64)),
+                ("file_name", models.CharField(max_length=500)),
+                ("file", models.FileField(max_length=500, upload_to="images/")),
+                ("thumbnail", models.FileField(blank=True, max_length=500, upload_to="thumbnails/")),
+                ("content_hash", models.CharField(db_index=True, max_length=64)),
+                ("width", models.PositiveIntegerField()),
+                ("height", models.PositiveIntegerField()),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="images", to="annotator.dataset"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['dataset_id', 'id'],
+                "ordering": ["dataset_id", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Caption',
+            name="Caption",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source_id', models.CharField(max_length=64)),
-                ('text', models.TextField()),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='captions', to='annotator.dataset')),
-                ('image', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='captions', to='annotator.image')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("source_id", models.CharField(max_length=64)),
+                ("text", models.TextField()),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="captions", to="annotator.dataset"
+                    ),
+                ),
+                (
+                    "image",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="captions", to="annotator.image"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['dataset_id', 'id'],
+                "ordering": ["dataset_id", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Pair',
+            name="Pair",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('image_caption', 'Image and caption'), ('caption_caption', 'Two captions (STS)'), ('image_image', 'Two images (SIS)')], default='image_caption', max_length=16)),
-                ('is_original', models.BooleanField(default=False)),
-                ('direction', models.CharField(blank=True, max_length=3)),
-                ('query_id', models.BigIntegerField(blank=True, null=True)),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pairs', to='annotator.campaign')),
-                ('caption', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.caption')),
-                ('image', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.image')),
-                ('other_caption', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.caption')),
-                ('other_image', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.image')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("image_caption", "Image and caption"),
+                            ("caption_caption", "Two captions (STS)"),
+                            ("image_image", "Two images (SIS)"),
+                        ],
+                        default="image_caption",
+                        max_length=16,
+                    ),
+                ),
+                ("is_original", models.BooleanField(default=False)),
+                ("direction", models.CharField(blank=True, max_length=3)),
+                ("query_id", models.BigIntegerField(blank=True, null=True)),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="pairs", to="annotator.campaign"
+                    ),
+                ),
+                (
+                    "caption",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="annotator.caption",
+                    ),
+                ),
+                (
+                    "image",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="annotator.image",
+                    ),
+                ),
+                (
+                    "other_caption",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="annotator.caption",
+                    ),
+                ),
+                (
+                    "other_image",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="annotator.image",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Label',
+            name="Label",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('method', models.CharField(choices=[('majority', 'Majority vote'), ('gold_weighted', 'Gold-weighted vote'), ('dawid_skene', 'Dawid-Skene'), ('mean', 'Mean score (similarity)'), ('external', 'Imported label set')], max_length=16)),
-                ('choice', models.CharField(blank=True, choices=[('yes', '100% YES'), ('partially_yes', 'Partially YES, but ...'), ('mostly_no', 'Mostly NO, because ...'), ('no', '100% NO')], max_length=16)),
-                ('score', models.FloatField(blank=True, null=True)),
-                ('is_positive', models.BooleanField()),
-                ('is_positive_strict', models.BooleanField()),
-                ('confidence', models.FloatField()),
-                ('answer_count', models.PositiveIntegerField()),
-                ('source', models.CharField(blank=True, max_length=100)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('pair', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='labels', to='annotator.pair')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "method",
+                    models.CharField(
+                        choices=[
+                            ("majority", "Majority vote"),
+                            ("gold_weighted", "Gold-weighted vote"),
+                            ("dawid_skene", "Dawid-Skene"),
+                            ("mean", "Mean score (similarity)"),
+                            ("external", "Imported label set"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "choice",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("yes", "100% YES"),
+                            ("partially_yes", "Partially YES, but ..."),
+                            ("mostly_no", "Mostly NO, because ..."),
+                            ("no", "100% NO"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("score", models.FloatField(blank=True, null=True)),
+                ("is_positive", models.BooleanField()),
+                ("is_positive_strict", models.BooleanField()),
+                ("confidence", models.FloatField()),
+                ("answer_count", models.PositiveIntegerField()),
+                ("source", models.CharField(blank=True, max_length=100)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "pair",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="labels", to="annotator.pair"
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='hititem',
-            name='pair',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='hit_items', to='annotator.pair'),
+            model_name="hititem",
+            name="pair",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="hit_items", to="annotator.pair"
+            ),
         ),
         migrations.CreateModel(
-            name='CleanupProposal',
+            name="CleanupProposal",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('not_description', 'Caption is not a description'), ('original_rejected', 'Original pair rejected by the crowd')], max_length=20)),
-                ('evidence', models.JSONField(blank=True, default=dict)),
-                ('status', models.CharField(choices=[('proposed', 'Proposed'), ('confirmed', 'Removal confirmed'), ('dismissed', 'Kept')], default='proposed', max_length=12)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cleanup_proposals', to='annotator.campaign')),
-                ('caption', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.caption')),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('pair', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.pair')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("not_description", "Caption is not a description"),
+                            ("original_rejected", "Original pair rejected by the crowd"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("evidence", models.JSONField(blank=True, default=dict)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("proposed", "Proposed"), ("confirmed", "Removal confirmed"), ("dismissed", "Kept")],
+                        default="proposed",
+                        max_length=12,
+                    ),
+                ),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="cleanup_proposals",
+                        to="annotator.campaign",
+                    ),
+                ),
+                (
+                    "caption",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="annotator.caption"
+                    ),
+                ),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "pair",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="annotator.pair",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['kind', 'id'],
+                "ordering": ["kind", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Profile',
+            name="Profile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('requester', 'Requester'), ('researcher', 'Researcher'), ('worker', 'Crowd worker')], default='worker', max_length=16)),
-                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='profile', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("requester", "Requester"), ("researcher", "Researcher"), ("worker", "Crowd worker")],
+                        default="worker",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="profile", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='RankingRun',
+            name="RankingRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=16)),
-                ('top_k', models.PositiveIntegerField(default=25)),
-                ('stage', models.CharField(blank=True, max_length=32)),
-                ('chunks_total', models.PositiveIntegerField(default=0)),
-                ('chunks_done', models.PositiveIntegerField(default=0)),
-                ('progress', models.JSONField(blank=True, default=dict)),
-                ('device', models.CharField(blank=True, max_length=32)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='annotator.machineannotator')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('dataset', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='ranking_runs', to='annotator.dataset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("top_k", models.PositiveIntegerField(default=25)),
+                ("stage", models.CharField(blank=True, max_length=32)),
+                ("chunks_total", models.PositiveIntegerField(default=0)),
+                ("chunks_done", models.PositiveIntegerField(default=0)),
+                ("progress", models.JSONField(blank=True, default=dict)),
+                ("device", models.CharField(blank=True, max_length=32)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="runs",
+                        to="annotator.machineannotator",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "dataset",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="ranking_runs", to="annotator.dataset"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='PairSource',
+            name="PairSource",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('direction', models.CharField(max_length=3)),
-                ('rank', models.PositiveIntegerField()),
-                ('score', models.FloatField()),
-                ('pair', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sources', to='annotator.pair')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotator.rankingrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("direction", models.CharField(max_length=3)),
+                ("rank", models.PositiveIntegerField()),
+                ("score", models.FloatField()),
+                (
+                    "pair",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="sources", to="annotator.pair"
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="annotator.rankingrun"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Candidate',
+            name="Candidate",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('direction', models.CharField(choices=[('i2t', 'Image to captions'), ('t2i', 'Caption to images'), ('t2t', 'Caption to captions'), ('i2i', 'Image to images')], max_length=3)),
-                ('query_id', models.BigIntegerField()),
-                ('target_id', models.BigIntegerField()),
-                ('rank', models.PositiveIntegerField()),
-                ('score', models.FloatField()),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='candidates', to='annotator.rankingrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "direction",
+                    models.CharField(
+                        choices=[
+                            ("i2t", "Image to captions"),
+                            ("t2i", "Caption to images"),
+                            ("t2t", "Caption to captions"),
+                            ("i2i", "Image to images"),
+                        ],
+                        max_length=3,
+                    ),
+                ),
+                ("query_id", models.BigIntegerField()),
+                ("target_id", models.BigIntegerField()),
+                ("rank", models.PositiveIntegerField()),
+                ("score", models.FloatField()),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="candidates",
+                        to="annotator.rankingrun",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='campaign',
-            name='runs',
-            field=models.ManyToManyField(blank=True, related_name='campaigns', to='annotator.rankingrun'),
+            model_name="campaign",
+            name="runs",
+            field=models.ManyToManyField(blank=True, related_name="campaigns", to="annotator.rankingrun"),
         ),
         migrations.CreateModel(
-            name='Worker',
+            name="Worker",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(blank=True, max_length=64, null=True, unique=True)),
-                ('pseudonym', models.CharField(max_length=32, unique=True)),
-                ('gold_correct', models.PositiveIntegerField(default=0)),
-                ('gold_total', models.PositiveIntegerField(default=0)),
-                ('blocked', models.BooleanField(default=False)),
-                ('soft_blocked', models.BooleanField(default=False)),
-                ('blocked_reason', models.CharField(blank=True, max_length=500)),
-                ('auto_accept_next', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='worker', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(blank=True, max_length=64, null=True, unique=True)),
+                ("pseudonym", models.CharField(max_length=32, unique=True)),
+                ("gold_correct", models.PositiveIntegerField(default=0)),
+                ("gold_total", models.PositiveIntegerField(default=0)),
+                ("blocked", models.BooleanField(default=False)),
+                ("soft_blocked", models.BooleanField(default=False)),
+                ("blocked_reason", models.CharField(blank=True, max_length=500)),
+                ("auto_accept_next", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="worker",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='QualificationAttempt',
+            name="QualificationAttempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('items', models.JSONField(default=list)),
-                ('answers', models.JSONField(blank=True, default=dict)),
-                ('score', models.FloatField(blank=True, null=True)),
-                ('passed', models.BooleanField(null=True)),
-                ('started_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('campaign', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='qualification_attempts', to='annotator.campaign')),
-                ('worker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='qualification_attempts', to='annotator.worker')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("items", models.JSONField(default=list)),
+                ("answers", models.JSONField(blank=True, default=dict)),
+                ("score", models.FloatField(blank=True, null=True)),
+                ("passed", models.BooleanField(null=True)),
+                ("started_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "campaign",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="qualification_attempts",
+                        to="annotator.campaign",
+                    ),
+                ),
+                (
+                    "worker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="qualification_attempts",
+                        to="annotator.worker",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-started_at'],
+                "ordering": ["-started_at"],
             },
         ),
         migrations.AddField(
-            model_name='assignment',
-            name='worker',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotator.worker'),
+            model_name="assignment",
+            name="worker",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="assignments", to="annotator.worker"
+            ),
         ),
         migrations.CreateModel(
-            name='WorkerTrustEvent',
+            name="WorkerTrustEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('action', models.CharField(choices=[('block', 'Blocked by a requester'), ('unblock', 'Unblocked by a requester'), ('soft_block', 'Soft-blocked automatically'), ('soft_unblock', 'Soft block lifted automatically')], max_length=16)),
-                ('reason', models.CharField(blank=True, max_length=1000)),
-                ('gold_total_at', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('worker', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='trust_events', to='annotator.worker')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("block", "Blocked by a requester"),
+                            ("unblock", "Unblocked by a requester"),
+                            ("soft_block", "Soft-blocked automatically"),
+                            ("soft_unblock", "Soft block lifted automatically"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("reason", models.CharField(blank=True, max_length=1000)),
+                ("gold_total_at", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "worker",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="trust_events", to="annotator.worker"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'id'],
+                "ordering": ["created_at", "id"],
             },
         ),
         migrations.AddConstraint(
-            model_name='dataset',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['importing', 'ready', 'failed'])), name='dataset_status_valid'),
+            model_name="dataset",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["importing", "ready", "failed"])), name="dataset_status_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evaluation',
-            constraint=models.CheckConstraint(condition=models.Q(('variant__in', ['lenient', 'strict'])), name='evaluation_variant_valid'),
+            model_name="evaluation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("variant__in", ["lenient", "strict"])), name="evaluation_variant_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='exportjob',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'running', 'succeeded', 'failed'])), name='export_status_valid'),
+            model_name="exportjob",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["queued", "running", "succeeded", "failed"])),
+                name="export_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='exportjob',
-            constraint=models.CheckConstraint(condition=models.Q(('format__in', ['eccv_json', 'eccv_split', 'jsonl', 'cxc_csv'])), name='export_format_valid'),
+            model_name="exportjob",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("format__in", ["eccv_json", "eccv_split", "jsonl", "cxc_csv"])),
+                name="export_format_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='exportjob',
-            constraint=models.CheckConstraint(condition=models.Q(('variant__in', ['lenient', 'strict'])), name='export_variant_valid'),
+            model_name="exportjob",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("variant__in", ["lenient", "strict"])), name="export_variant_valid"
+            ),
         ),
         migrations.AddIndex(
-            model_name='hit',
-            index=models.Index(condition=models.Q(('has_room', True), ('status', 'open')), fields=['campaign', 'stage', 'index'], name='hit_claim_order'),
+            model_name="hit",
+            index=models.Index(
+                condition=models.Q(("has_room", True), ("status", "open")),
+                fields=["campaign", "stage", "index"],
+                name="hit_claim_order",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='hit',
-            constraint=models.UniqueConstraint(fields=('campaign', 'index'), name='hit_index_unique'),
+            model_name="hit",
+            constraint=models.UniqueConstraint(fields=("campaign", "index"), name="hit_index_unique"),
         ),
         migrations.AddConstraint(
-            model_name='hit',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['open', 'complete', 'cancelled'])), name='hit_status_valid'),
+            model_name="hit",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["open", "complete", "cancelled"])), name="hit_status_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='hit',
-            constraint=models.CheckConstraint(condition=models.Q(('assignments_required__gte', 1)), name='hit_assignments_required_positive'),
+            model_name="hit",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("assignments_required__gte", 1)), name="hit_assignments_required_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='answer',
-            constraint=models.UniqueConstraint(fields=('assignment', 'item'), name='answer_one_per_assignment_item'),
+            model_name="answer",
+            constraint=models.UniqueConstraint(fields=("assignment", "item"), name="answer_one_per_assignment_item"),
         ),
         migrations.AddConstraint(
-            model_name='answer',
-            constraint=models.CheckConstraint(condition=models.Q(('choice', ''), ('choice__in', ['yes', 'partially_yes', 'mostly_no', 'no']), _connector='OR'), name='answer_choice_valid'),
+            model_name="answer",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("choice", ""), ("choice__in", ["yes", "partially_yes", "mostly_no", "no"]), _connector="OR"
+                ),
+                name="answer_choice_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='answer',
-            constraint=models.CheckConstraint(condition=models.Q(('score__isnull', True), models.Q(('score__gte', 0), ('score__lte', 5)), _connector='OR'), name='answer_score_range'),
+            model_name="answer",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("score__isnull", True), models.Q(("score__gte", 0), ("score__lte", 5)), _connector="OR"
+                ),
+                name="answer_score_range",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='answer',
-            constraint=models.CheckConstraint(condition=models.Q(('seconds_spent__gte', 0)), name='answer_seconds_nonnegative'),
+            model_name="answer",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("seconds_spent__gte", 0)), name="answer_seconds_nonnegative"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='image',
-            constraint=models.UniqueConstraint(fields=('dataset', 'source_id'), name='image_source_id_unique'),
+            model_name="image",
+            constraint=models.UniqueConstraint(fields=("dataset", "source_id"), name="image_source_id_unique"),
         ),
         migrations.AddConstraint(
-            model_name='caption',
-            constraint=models.UniqueConstraint(fields=('dataset', 'source_id'), name='caption_source_id_unique'),
+            model_name="caption",
+            constraint=models.UniqueConstraint(fields=("dataset", "source_id"), name="caption_source_id_unique"),
         ),
         migrations.AddConstraint(
-            model_name='pair',
-            constraint=models.UniqueConstraint(condition=models.Q(('kind', 'image_caption')), fields=('campaign', 'image', 'caption'), name='pair_image_caption_unique'),
+            model_name="pair",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("kind", "image_caption")),
+                fields=("campaign", "image", "caption"),
+                name="pair_image_caption_unique",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='pair',
-            constraint=models.UniqueConstraint(condition=models.Q(('kind', 'caption_caption')), fields=('campaign', 'caption', 'other_caption'), name='pair_caption_caption_unique'),
+            model_name="pair",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("kind", "caption_caption")),
+                fields=("campaign", "caption", "other_caption"),
+                name="pair_caption_caption_unique",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='pair',
-            constraint=models.UniqueConstraint(condition=models.Q(('kind', 'image_image')), fields=('campaign', 'image', 'other_image'), name='pair_image_image_unique'),
+            model_name="pair",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("kind", "image_image")),
+                fields=("campaign", "image", "other_image"),
+                name="pair_image_image_unique",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='pair',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('caption__isnull', False), ('image__isnull', False), ('kind', 'image_caption')), models.Q(('caption__isnull', False), ('kind', 'caption_caption'), ('other_caption__isnull', False)), models.Q(('image__isnull', False), ('kind', 'image_image'), ('other_image__isnull', False)), _connector='OR'), name='pair_kind_members'),
+            model_name="pair",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("caption__isnull", False), ("image__isnull", False), ("kind", "image_caption")),
+                    models.Q(("caption__isnull", False), ("kind", "caption_caption"), ("other_caption__isnull", False)),
+                    models.Q(("image__isnull", False), ("kind", "image_image"), ("other_image__isnull", False)),
+                    _connector="OR",
+                ),
+                name="pair_kind_members",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='label',
-            constraint=models.UniqueConstraint(fields=('pair', 'method'), name='label_one_per_pair_method'),
+            model_name="label",
+            constraint=models.UniqueConstraint(fields=("pair", "method"), name="label_one_per_pair_method"),
         ),
         migrations.AddConstraint(
-            model_name='label',
-            constraint=models.CheckConstraint(condition=models.Q(('confidence__gte', 0), ('confidence__lte', 1)), name='label_confidence_range'),
+            model_name="label",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("confidence__gte", 0), ("confidence__lte", 1)), name="label_confidence_range"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='hititem',
-            constraint=models.UniqueConstraint(fields=('hit', 'position'), name='hit_item_position_unique'),
+            model_name="hititem",
+            constraint=models.UniqueConstraint(fields=("hit", "position"), name="hit_item_position_unique"),
         ),
         migrations.AddConstraint(
-            model_name='hititem',
-            constraint=models.UniqueConstraint(fields=('hit', 'pair'), name='hit_item_pair_unique'),
+            model_name="hititem",
+            constraint=models.UniqueConstraint(fields=("hit", "pair"), name="hit_item_pair_unique"),
         ),
         migrations.AddConstraint(
-            model_name='hititem',
-            constraint=models.CheckConstraint(condition=models.Q(('role__in', ['candidate', 'gold_positive', 'gold_negative', 'qualification'])), name='hit_item_role_valid'),
+            model_name="hititem",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("role__in", ["candidate", "gold_positive", "gold_negative", "qualification"])),
+                name="hit_item_role_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='cleanupproposal',
-            constraint=models.UniqueConstraint(fields=('campaign', 'kind', 'caption'), name='cleanup_one_per_caption_kind'),
+            model_name="cleanupproposal",
+            constraint=models.UniqueConstraint(
+                fields=("campaign", "kind", "caption"), name="cleanup_one_per_caption_kind"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='cleanupproposal',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['proposed', 'confirmed', 'dismissed'])), name='cleanup_status_valid'),
+            model_name="cleanupproposal",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["proposed", "confirmed", "dismissed"])), name="cleanup_status_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='profile',
-            constraint=models.CheckConstraint(condition=models.Q(('role__in', ['requester', 'researcher', 'worker'])), name='profile_role_valid'),
+            model_name="profile",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("role__in", ["requester", "researcher", "worker"])), name="profile_role_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rankingrun',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'running', 'succeeded', 'failed', 'cancelled'])), name='run_status_valid'),
+            model_name="rankingrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["queued", "running", "succeeded", "failed", "cancelled"])),
+                name="run_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='pairsource',
-            constraint=models.UniqueConstraint(fields=('pair', 'run', 'direction'), name='pair_source_unique'),
+            model_name="pairsource",
+            constraint=models.UniqueConstraint(fields=("pair", "run", "direction"), name="pair_source_unique"),
         ),
         migrations.AddConstraint(
-            model_name='candidate',
-            constraint=models.UniqueConstraint(fields=('run', 'direction', 'query_id', 'rank'), name='candidate_rank_unique'),
+            model_name="candidate",
+            constraint=models.UniqueConstraint(
+                fields=("run", "direction", "query_id", "rank"), name="candidate_rank_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='candidate',
-            constraint=models.UniqueConstraint(fields=('run', 'direction', 'query_id', 'target_id'), name='candidate_target_unique'),
+            model_name="candidate",
+            constraint=models.UniqueConstraint(
+                fields=("run", "direction", "query_id", "target_id"), name="candidate_target_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='candidate',
-            constraint=models.CheckConstraint(condition=models.Q(('direction__in', ['i2t', 't2i', 't2t', 'i2i'])), name='candidate_direction_valid'),
+            model_name="candidate",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("direction__in", ["i2t", "t2i", "t2t", "i2i"])), name="candidate_direction_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='candidate',
-            constraint=models.CheckConstraint(condition=models.Q(('rank__gte', 1)), name='candidate_rank_positive'),
+            model_name="candidate",
+            constraint=models.CheckConstraint(condition=models.Q(("rank__gte", 1)), name="candidate_rank_positive"),
         ),
         migrations.AddConstraint(
-            model_name='campaign',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['draft', 'building', 'built', 'live', 'paused', 'finished'])), name='campaign_status_valid'),
+            model_name="campaign",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["draft", "building", "built", "live", "paused", "finished"])),
+                name="campaign_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='campaign',
-            constraint=models.CheckConstraint(condition=models.Q(('scale__in', ['four_choice', 'similarity'])), name='campaign_scale_valid'),
+            model_name="campaign",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("scale__in", ["four_choice", "similarity"])), name="campaign_scale_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='campaign',
-            constraint=models.CheckConstraint(condition=models.Q(('redundancy__gte', 1), ('redundancy__lte', 9)), name='campaign_redundancy_range'),
+            model_name="campaign",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("redundancy__gte", 1), ("redundancy__lte", 9)), name="campaign_redundancy_range"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='campaign',
-            constraint=models.CheckConstraint(condition=models.Q(('sample_fraction__isnull', True), models.Q(('sample_fraction__gte', 0), ('sample_fraction__lte', 1)), _connector='OR'), name='campaign_sample_fraction_range'),
+            model_name="campaign",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("sample_fraction__isnull", True),
+                    models.Q(("sample_fraction__gte", 0), ("sample_fraction__lte", 1)),
+                    _connector="OR",
+                ),
+                name="campaign_sample_fraction_range",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='worker',
-            constraint=models.CheckConstraint(condition=models.Q(('user__isnull', False), ('external_id__isnull', False), _connector='OR'), name='worker_has_identity'),
+            model_name="worker",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("user__isnull", False), ("external_id__isnull", False), _connector="OR"),
+                name="worker_has_identity",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='worker',
-            constraint=models.CheckConstraint(condition=models.Q(('gold_correct__lte', models.F('gold_total'))), name='worker_gold_counts'),
+            model_name="worker",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("gold_correct__lte", models.F("gold_total"))), name="worker_gold_counts"
+            ),
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(fields=['status', 'expires_at'], name='assignment_status_expiry'),
+            model_name="assignment",
+            index=models.Index(fields=["status", "expires_at"], name="assignment_status_expiry"),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(fields=('hit', 'worker'), name='assignment_one_per_worker_hit'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(fields=("hit", "worker"), name="assignment_one_per_worker_hit"),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['reserved', 'submitted', 'approved', 'rejected', 'returned', 'expired'])), name='assignment_status_valid'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("status__in", ["reserved", "submitted", "approved", "rejected", "returned", "expired"])
+                ),
+                name="assignment_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['reserved', 'returned', 'expired']), ('submitted_at__isnull', False), _connector='OR'), name='assignment_submitted_has_time'),
+            model_name="assignment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("status__in", ["reserved", "returned", "expired"]),
+                    ("submitted_at__isnull", False),
+                    _connector="OR",
+                ),
+                name="assignment_submitted_has_time",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='workertrustevent',
-            constraint=models.CheckConstraint(condition=models.Q(('action__in', ['block', 'unblock', 'soft_block', 'soft_unblock'])), name='worker_trust_action_valid'),
+            model_name="workertrustevent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("action__in", ["block", "unblock", "soft_block", "soft_unblock"])),
+                name="worker_trust_action_valid",
+            ),
         ),
     ]

@@ -1,6 +1,8 @@
 from annotator.models.accounts import Profile, Role
+from annotator.models.audit import AuditAction, AuditEvent
 from annotator.models.campaign import (
     CAMPAIGN_TRANSITIONS,
+    LABEL_MODELS,
     Campaign,
     CampaignDirection,
     CampaignStatus,
@@ -14,10 +16,17 @@ from annotator.models.campaign import (
     PairSource,
     Scale,
 )
+from annotator.models.categories import Category, ImageCategory
 from annotator.models.crowd import (
     ACTIVE_ASSIGNMENT_STATUSES,
     ASSIGNMENT_TRANSITIONS,
     CHOICES_NEEDING_SHORTCOMINGS,
+    FLAG_GOLD_FAILED,
+    FLAG_LABELS,
+    FLAG_LOW_TRUST,
+    FLAG_PEER_DISAGREEMENT,
+    FLAG_SAME_ANSWER,
+    FLAG_TOO_FAST,
     POSITIVE_CHOICES,
     STRICT_POSITIVE_CHOICES,
     AggregationMethod,
@@ -33,6 +42,28 @@ from annotator.models.crowd import (
     WrongAspect,
 )
 from annotator.models.dataset import DATASET_TRANSITIONS, Caption, Dataset, DatasetStatus, Image
+from annotator.models.gold import (
+    GoldRetirement,
+    GoldRetirementReason,
+    QualificationItem,
+    QualificationRole,
+)
+from annotator.models.labelsets import (
+    CXC_THRESHOLDS,
+    PAIR_KIND_OF_DIRECTION,
+    QUERY_SIDE,
+    LabelSet,
+    LabelSetDirection,
+    LabelSetFormat,
+    LabelSetKind,
+    LabelSetOperand,
+    LabelSetOperation,
+    LabelSetPair,
+    LabelSetPairKind,
+    LabelSetQuery,
+    QueryRule,
+)
+from annotator.models.operations import RequeueKind, SweepRequeue, SweepRun
 from annotator.models.quality import CleanupKind, CleanupProposal, CleanupStatus, TrustAction, WorkerTrustEvent
 from annotator.models.ranking import (
     RUN_TRANSITIONS,
@@ -44,12 +75,21 @@ from annotator.models.ranking import (
     RunStatus,
 )
 from annotator.models.research import (
+    EVALUATION_TRANSITIONS,
     EXPORT_TRANSITIONS,
     Evaluation,
+    EvaluationStatus,
     ExportFormat,
     ExportJob,
     ExportStatus,
     ExportVariant,
+)
+from annotator.models.webhooks import (
+    DELIVERY_TRANSITIONS,
+    DeliveryStatus,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
 )
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -45,6 +45,10 @@ class GoldFailAction(models.TextChoices):
     REJECT = "reject", "Reject automatically"
 
 
+# The label models a campaign may choose (AggregationMethod values; `mean` is the similarity scale's).
+LABEL_MODELS = ["posterior", "dawid_skene", "glad", "mace", "wawa", "majority", "gold_weighted", "mean"]
+
+
 class Campaign(models.Model):
     """A verification job: which pairs, how they are packed, what a HIT pays, how quality is kept."""
 
@@ -78,6 +82,11 @@ class Campaign(models.Model):
     qualification_items = models.PositiveIntegerField(default=6)
     qualification_pass_mark = models.FloatField(default=0.8)
     qualification_cooldown_minutes = models.PositiveIntegerField(default=60)
+    # Pairs set aside at build time for the qualification test only: never in a HIT, so taking the test
+    # teaches a worker nothing about the HITs' gold. Retakes draw items the worker has not seen.
+    qualification_pool_size = models.PositiveIntegerField(default=40)
+    # A HIT gold pair seen by this many workers is retired: the HITs nobody has opened yet get a fresh one.
+    gold_max_exposure = models.PositiveIntegerField(default=6, validators=[MinValueValidator(1)])
     # Quality policy.
     strict_gold = models.BooleanField(default=False)
     similarity_gold_threshold = models.FloatField(default=3.0)
@@ -86,9 +95,20 @@ class Campaign(models.Model):
     min_seconds_per_item = models.FloatField(default=1.0)
     confidence_threshold = models.FloatField(default=0.7)
     extra_assignment_cap = models.PositiveIntegerField(default=0)  # extra answers a low-confidence pair may get
-    # Gold misses per HIT forgiven when the worker's gold record or the other workers' answers vouch for the
-    # work (0 = ECCV Caption: any miss goes to review). Set on the quality page (annotator/views/review.py).
-    tolerated_gold_misses = models.PositiveIntegerField(default=0)
+    # Gold misses per HIT forgiven when the worker's gold record or the crowd's posterior vouches for the
+    # work (0 = ECCV Caption: any miss goes to review). With two gold items and careful workers right about
+    # nine times in ten, one HIT in five misses one; 1 keeps them out of the review queue.
+    tolerated_gold_misses = models.PositiveIntegerField(default=1)
+    # Labels (annotator/analysis/posterior.py): the model whose labels decide adaptive redundancy, flags and
+    # default exports, and whether the machine annotators' evidence is the pairs' prior.
+    label_model = models.CharField(max_length=16, choices=[(m, m) for m in LABEL_MODELS], default="posterior")
+    machine_prior = models.BooleanField(default=True)
+    # Adaptive redundancy (annotator/services/campaigns/followups.py): a pair stops collecting answers once its
+    # posterior is settled and gets follow-up HITs while it is not, up to max_answers_per_pair.
+    adaptive_redundancy = models.BooleanField(default=True)
+    settle_probability = models.FloatField(default=0.95, validators=[MinValueValidator(0.5), MaxValueValidator(0.9999)])
+    settle_min_answers = models.PositiveIntegerField(default=2, validators=[MinValueValidator(1)])
+    max_answers_per_pair = models.PositiveIntegerField(default=5, validators=[MinValueValidator(1)])
     created_at = models.DateTimeField(auto_now_add=True)
     built_at = models.DateTimeField(null=True, blank=True)
     launched_at = models.DateTimeField(null=True, blank=True)
@@ -102,6 +122,10 @@ class Campaign(models.Model):
             models.CheckConstraint(condition=Q(status__in=CampaignStatus.values), name="campaign_status_valid"),
             models.CheckConstraint(condition=Q(scale__in=Scale.values), name="campaign_scale_valid"),
             models.CheckConstraint(condition=Q(redundancy__gte=1, redundancy__lte=9), name="campaign_redundancy_range"),
+            models.CheckConstraint(condition=Q(label_model__in=LABEL_MODELS), name="campaign_label_model_valid"),
+            models.CheckConstraint(
+                condition=Q(settle_probability__gte=0.5, settle_probability__lt=1), name="campaign_settle_range"
+            ),
             models.CheckConstraint(
                 condition=Q(sample_fraction__isnull=True) | Q(sample_fraction__gte=0, sample_fraction__lte=1),
                 name="campaign_sample_fraction_range",
@@ -195,7 +219,9 @@ class Hit(models.Model):
     stage = models.CharField(max_length=3, default="i2t")  # i2t first, then t2i for `both`
     status = models.CharField(max_length=16, choices=HitStatus.choices, default=HitStatus.OPEN)
     assignments_required = models.PositiveIntegerField(default=1)  # redundancy, raised for low confidence
-    # Where claims look (annotator.services.hit_room): False once the HIT's active assignments reach
+    # 0 for the HITs of the build; n for the n-th round of follow-up HITs of unsettled pairs.
+    followup_round = models.PositiveIntegerField(default=0, db_default=0)
+    # Where claims look (annotator.services.hits.hit_room): False once the HIT's active assignments reach
     # assignments_required, written only under the HIT's row lock after a fresh count; True again as soon as
     # a slot frees up. A claim recounts under the lock, so a stale True costs one skipped HIT, never a slot.
     has_room = models.BooleanField(default=True, db_default=True)

@@ -74,6 +74,19 @@ ASSIGNMENT_TRANSITIONS = {
 }
 # Assignments that count against a HIT's redundancy.
 ACTIVE_ASSIGNMENT_STATUSES = [AssignmentStatus.RESERVED, AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED]
+# Review reasons stored in Assignment.flags (a non-empty list means "in the review queue").
+FLAG_GOLD_FAILED = "gold_failed"
+FLAG_TOO_FAST = "too_fast"
+FLAG_SAME_ANSWER = "same_answer"
+FLAG_LOW_TRUST = "low_trust"
+FLAG_PEER_DISAGREEMENT = "disagrees_with_peers"
+FLAG_LABELS = {
+    FLAG_GOLD_FAILED: "a gold item answered wrong",
+    FLAG_TOO_FAST: "implausibly fast",
+    FLAG_SAME_ANSWER: "the same answer throughout",
+    FLAG_LOW_TRUST: "the worker's gold record looks like guessing",
+    FLAG_PEER_DISAGREEMENT: "disagrees with the other workers on most pairs",
+}
 
 
 class Assignment(models.Model):
@@ -105,7 +118,15 @@ class Assignment(models.Model):
                 name="assignment_submitted_has_time",
             ),
         ]
-        indexes = [models.Index(fields=["status", "expires_at"], name="assignment_status_expiry")]
+        indexes = [
+            models.Index(fields=["status", "expires_at"], name="assignment_status_expiry"),
+            # The sweep's look for submissions whose score never came: small, as scoring follows within seconds.
+            models.Index(
+                fields=["submitted_at"],
+                condition=Q(scored_at__isnull=True, submitted_at__isnull=False),
+                name="assignment_unscored",
+            ),
+        ]
 
     def __str__(self):
         return f"assignment {self.pk} ({self.status})"
@@ -188,8 +209,11 @@ class AggregationMethod(models.TextChoices):
     MAJORITY = "majority", "Majority vote"
     GOLD_WEIGHTED = "gold_weighted", "Gold-weighted vote"
     DAWID_SKENE = "dawid_skene", "Dawid-Skene"
+    POSTERIOR = "posterior", "Posterior (Dawid-Skene with gold, priors and the machine prior)"
+    GLAD = "glad", "GLAD"
+    MACE = "mace", "MACE"
+    WAWA = "wawa", "Wawa"
     MEAN = "mean", "Mean score (similarity)"
-    EXTERNAL = "external", "Imported label set"
 
 
 class Label(models.Model):
@@ -203,13 +227,23 @@ class Label(models.Model):
     is_positive_strict = models.BooleanField()  # 100% YES only
     confidence = models.FloatField()
     answer_count = models.PositiveIntegerField()
-    source = models.CharField(max_length=100, blank=True)  # for imported label sets
+    # P(positive) and its 90% interval (posterior: from the worker and prior uncertainty; similarity: from
+    # the mean's standard error). score_low/score_high: the 90% interval of a similarity mean.
+    probability = models.FloatField(null=True, blank=True)
+    probability_low = models.FloatField(null=True, blank=True)
+    probability_high = models.FloatField(null=True, blank=True)
+    score_low = models.FloatField(null=True, blank=True)
+    score_high = models.FloatField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["pair", "method"], name="label_one_per_pair_method"),
             models.CheckConstraint(condition=Q(confidence__gte=0, confidence__lte=1), name="label_confidence_range"),
+            models.CheckConstraint(
+                condition=Q(probability__isnull=True) | Q(probability__gte=0, probability__lte=1),
+                name="label_probability_range",
+            ),
         ]
 
     def __str__(self):

@@ -9,6 +9,7 @@ class AnnotatorKind(models.TextChoices):
     MINILM_PIVOT = "minilm_pivot", "all-MiniLM-L6-v2, images pivoted through their captions"
     TFIDF_PIVOT = "tfidf_pivot", "TF-IDF, images pivoted through their captions"
     EXTERNAL = "external", "External label set (imported, not a model)"
+    UPLOADED = "uploaded", "Rankings uploaded by a researcher (a model run elsewhere)"
 
 
 class MachineAnnotator(models.Model):

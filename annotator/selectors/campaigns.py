@@ -78,7 +78,8 @@ def campaign_statistics(*, campaign: Campaign, include_progress: bool = True) ->
     """Everything the campaign page shows before launch (and progress once live).
 
     proposals: candidate rows pooled (every run's top k per sampled query, before duplicates are removed);
-    unique_pairs: pairs with at least one proposal; gold_pairs: pairs used only as gold; overlap: per pair
+    unique_pairs: pairs with at least one proposal; gold_pairs: pairs no annotator proposed that some HIT
+    asks as a gold item (a pair without a HIT item is nobody's gold); overlap: per pair
     of runs, pairs proposed by both and by either; hits (and per stage); cost; estimated duration.
     """
     report = campaign.build_report or {}
@@ -100,11 +101,20 @@ def campaign_statistics(*, campaign: Campaign, include_progress: bool = True) ->
         .values_list("role", "n")
     )
     pairs = Pair.objects.filter(campaign=campaign).count()
+    gold_pairs = (
+        Pair.objects.filter(
+            campaign=campaign,
+            sources__isnull=True,
+            hit_items__role__in=[ItemRole.GOLD_POSITIVE, ItemRole.GOLD_NEGATIVE],
+        )
+        .distinct()
+        .count()
+    )
     stats = {
         "proposals": proposals,
         "unique_pairs": unique_pairs,
         "pairs": pairs,
-        "gold_pairs": pairs - unique_pairs,
+        "gold_pairs": gold_pairs,
         "original_pairs_pooled": Pair.objects.filter(campaign=campaign, is_original=True, sources__isnull=False)
         .distinct()
         .count(),

@@ -23,6 +23,7 @@ from annotator.models import (
     Worker,
     WrongAspect,
 )
+from annotator.selectors.gold import gold_pairs_disputed
 
 DONE_STATUSES = [AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED]
 # ECCV Caption Table B.1: workers bucketed by how many HITs they completed.
@@ -97,8 +98,6 @@ def assignment_review_detail(*, assignment: Assignment) -> dict:
                 "value": _answer_value(answer, campaign),
             }
         )
-    from annotator.services.quality import gold_pairs_disputed
-
     disputed = gold_pairs_disputed(
         campaign=campaign,
         pair_ids=[item.pair_id for item in items if item.role in (ItemRole.GOLD_POSITIVE, ItemRole.GOLD_NEGATIVE)],
@@ -220,9 +219,8 @@ def campaign_quality(*, campaign: Campaign) -> dict:
 
 
 def disputed_gold(*, campaign: Campaign) -> list[dict]:
-    """Gold items the crowd contradicts (see services.quality.gold_pairs_disputed), with their pairs."""
+    """Gold items the crowd contradicts (see selectors.gold.gold_pairs_disputed), with their pairs."""
     from annotator.models import Pair
-    from annotator.services.quality import gold_pairs_disputed
 
     disputed = gold_pairs_disputed(campaign=campaign)
     pairs = Pair.objects.select_related("image", "caption").in_bulk(list(disputed))

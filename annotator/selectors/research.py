@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
+from annotator.auth import user_role
 from annotator.errors import ApplicationError
 from annotator.models import (
     AggregationMethod,
@@ -15,7 +16,6 @@ from annotator.models import (
     Label,
     Role,
 )
-from annotator.views.access import user_role
 
 # The method exported when none is asked for: the first one a campaign has labels for.
 METHOD_PREFERENCE = (
@@ -23,7 +23,6 @@ METHOD_PREFERENCE = (
     AggregationMethod.GOLD_WEIGHTED,
     AggregationMethod.MAJORITY,
     AggregationMethod.MEAN,
-    AggregationMethod.EXTERNAL,
 )
 
 

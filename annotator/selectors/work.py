@@ -19,6 +19,7 @@ from annotator.models import (
     HitItem,
     Pair,
     QualificationAttempt,
+    QualificationItem,
     Worker,
 )
 from annotator.selectors.hits import hit_item_token, hit_worker_items
@@ -141,26 +142,11 @@ def qualification_state(*, campaign: Campaign, worker: Worker) -> str:
     return "failed"
 
 
-def campaign_gold_items(*, campaign: Campaign) -> list[tuple[int, str]]:
-    """Distinct (pair id, role) of the campaign's gold items, in a stable order. Server side only."""
-    rows = (
-        HitItem.objects.filter(hit__campaign=campaign, role__in=["gold_positive", "gold_negative"])
-        .values_list("pair_id", "role")
-        .order_by("pair_id")
-        .distinct()
-    )
-    seen, result = set(), []
-    for pair_id, role in rows:
-        if pair_id not in seen:
-            seen.add(pair_id)
-            result.append((pair_id, role))
-    return result
-
-
 def campaign_requires_qualification(*, campaign: Campaign) -> bool:
+    """A test is asked for when the campaign wants one and its qualification pool has items."""
     if campaign.qualification_items <= 0:
         return False
-    return HitItem.objects.filter(hit__campaign=campaign, role__in=["gold_positive", "gold_negative"]).exists()
+    return QualificationItem.objects.filter(campaign=campaign, withdrawn=False).exists()
 
 
 def worker_is_qualified(*, campaign: Campaign, worker: Worker) -> bool:

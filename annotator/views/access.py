@@ -6,18 +6,8 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
+from annotator.auth import user_role
 from annotator.errors import ApplicationError
-from annotator.models import Role
-
-
-def user_role(user) -> str | None:
-    """The user's role; staff act as requesters. None for anonymous users."""
-    if not user.is_authenticated:
-        return None
-    if user.is_staff or user.is_superuser:
-        return Role.REQUESTER
-    profile = getattr(user, "profile", None)
-    return profile.role if profile else None
 
 
 def role_required(*roles: str):

@@ -1,18 +1,22 @@
 """Coming in: local sign-up (optionally with an invite code), log-in, log-out (POST)."""
 
+import math
+import time
+
 from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
+from django.core.cache import cache
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.debug import sensitive_post_parameters
 
+from annotator.auth import user_role
 from annotator.errors import ApplicationError
 from annotator.models import Role
-from annotator.services.workers import worker_signup
-from annotator.views.access import user_role
+from annotator.services.accounts.workers import worker_signup
 
 
 class SignupForm(forms.Form):
@@ -40,6 +44,19 @@ class SignupForm(forms.Form):
         return cleaned
 
 
+def _signup_rate_wait(request) -> int:
+    """Seconds until this address may try another sign-up (0: now). A sign-up must say whether a user name is
+    free, so it is the tries that are limited: SIGNUP_RATE_PER_HOUR per address, counted in the cache."""
+    limit = settings.SIGNUP_RATE_PER_HOUR
+    if limit <= 0:
+        return 0
+    window = int(time.time() // 3600)
+    key = f"signup-tries:{request.META.get('REMOTE_ADDR', '')}:{window}"
+    cache.add(key, 0, timeout=3600)
+    tries = cache.incr(key)
+    return 0 if tries <= limit else 3600 - int(time.time() % 3600)
+
+
 def _invite_required() -> bool:
     return bool(getattr(settings, "SIGNUP_INVITE_CODE", ""))
 
@@ -54,6 +71,16 @@ def signup(request):
         del form.fields["invite_code"]
     status = 200
     if request.method == "POST":
+        wait = _signup_rate_wait(request)
+        if wait:
+            response = render(
+                request,
+                "error.html",
+                {"message": f"Too many sign-ups from your address. Try again in {math.ceil(wait / 60)} minutes."},
+                status=429,
+            )
+            response["Retry-After"] = str(wait)
+            return response
         if form.is_valid():
             try:
                 worker = worker_signup(

@@ -20,17 +20,18 @@ from annotator.selectors.campaigns import (
     campaign_overview,
     runs_available,
 )
-from annotator.services.campaigns import (
-    OPTION_FIELDS,
-    campaign_add_run,
-    campaign_build_request,
-    campaign_build_stalled,
+from annotator.selectors.gold_exposure import gold_exposure_summary, qualification_pool_summary
+from annotator.selectors.operations import late_unscored_by_campaign
+from annotator.services.campaigns.build import campaign_add_run, campaign_build_request, campaign_build_stalled
+from annotator.services.campaigns.lifecycle import (
     campaign_create,
     campaign_finish,
     campaign_launch,
     campaign_pause,
     campaign_resume,
 )
+from annotator.services.campaigns.options import OPTION_FIELDS
+from annotator.services.operations.sweep import stale_times
 from annotator.views.access import application_errors_as_400, role_required
 
 FIELDSETS = [
@@ -47,6 +48,8 @@ FIELDSETS = [
             "qualification_items",
             "qualification_pass_mark",
             "qualification_cooldown_minutes",
+            "qualification_pool_size",
+            "gold_max_exposure",
             "strict_gold",
             "similarity_gold_threshold",
             "gold_fail_action",
@@ -54,9 +57,29 @@ FIELDSETS = [
             "min_seconds_per_item",
             "confidence_threshold",
             "extra_assignment_cap",
+            "tolerated_gold_misses",
+        ],
+    ),
+    (
+        "Labels and redundancy",
+        [
+            "label_model",
+            "machine_prior",
+            "adaptive_redundancy",
+            "settle_probability",
+            "settle_min_answers",
+            "max_answers_per_pair",
         ],
     ),
 ]
+# Left empty, these take the campaign's default (a form sent without them still makes a campaign).
+DEFAULTED = (
+    "tolerated_gold_misses",
+    "label_model",
+    "settle_probability",
+    "settle_min_answers",
+    "max_answers_per_pair",
+)
 HELP = {
     "direction": "Both = ECCV's two stages: image-to-caption HITs first, then caption-to-image HITs.",
     "scale": "Caption-caption and image-image campaigns use the 0-5 similarity scale.",
@@ -67,10 +90,19 @@ HELP = {
     "pool_depth": "Each annotator's top k per query goes into the pool (ECCV: 5).",
     "gold_exclusion_depth": "Gold negatives are in no annotator's top this many for their query (ECCV: 25).",
     "gold_reuse_limit": "A gold pair appears in at most this many HITs.",
+    "qualification_pool_size": "Pairs set aside for the qualification test only; never shown in a HIT.",
+    "gold_max_exposure": "A HIT gold pair seen by this many workers is replaced in the HITs nobody has opened.",
     "redundancy": "Distinct workers per HIT, 1 to 9.",
     "reward_cents": "Paid per approved HIT, in cents.",
     "platform_fee_percent": "Added on top of the rewards in the cost estimate.",
     "max_hits_per_worker": "Leave empty for no cap.",
+    "tolerated_gold_misses": "Gold misses per HIT forgiven when the crowd vouches for the worker.",
+    "label_model": "How answers become labels; the posterior also gives each label a 90% interval.",
+    "machine_prior": "Let the ranking runs' scores inform each pair's prior.",
+    "adaptive_redundancy": "Ask again only about pairs whose label is not settled yet (follow-up HITs).",
+    "settle_probability": "A pair is settled when P(positive) or P(negative) reaches this (0.5 to 0.9999).",
+    "settle_min_answers": "Answers a pair needs before it can settle (the machine prior counts as one).",
+    "max_answers_per_pair": "No follow-up HIT asks about a pair that has this many answers.",
 }
 
 
@@ -106,7 +138,17 @@ class CampaignForm(forms.ModelForm):
         self.fields["runs"].queryset = runs_available()
         for name, text in HELP.items():
             self.fields[name].help_text = text
+        for name in DEFAULTED:
+            self.fields[name].required = False
+        self.fields["adaptive_redundancy"].label = "Follow-up HITs for unsettled pairs"
         self.order_fields([name for _title, names in FIELDSETS for name in names])
+
+    def clean(self):
+        cleaned = super().clean()
+        for name in DEFAULTED:
+            if cleaned.get(name) in (None, ""):
+                cleaned[name] = Campaign._meta.get_field(name).default
+        return cleaned
 
     def fieldsets(self):
         return [(title, [self[name] for name in names]) for title, names in FIELDSETS]
@@ -173,6 +215,7 @@ def campaign_detail(request, campaign_id: int):
     context = {
         "campaign": campaign,
         "stalled": stalled,
+        "late_scores": late_unscored_by_campaign(user=request.user, stale=stale_times(), campaign=campaign),
         "stats": stats,
         "runs": runs,
         "addable_runs": addable
@@ -181,6 +224,8 @@ def campaign_detail(request, campaign_id: int):
         "overlap_rows": overlap_rows,
         "stages": campaign.build_report.get("stages", []),
         "scale": campaign_scale(campaign=campaign),
+        "gold": gold_exposure_summary(campaign=campaign) if stats else None,
+        "qualification_pool": qualification_pool_summary(campaign=campaign) if stats else None,
         "cost_total": (stats["cost"]["total_cents"] / 100.0) if stats else None,
         "can": {
             "build": campaign.status in (CampaignStatus.DRAFT, CampaignStatus.BUILT) or stalled,

@@ -17,7 +17,7 @@ from annotator.selectors.datasets import (
     dataset_list_visible,
     dataset_progress,
 )
-from annotator.services.datasets import dataset_import_retry, dataset_import_stalled, dataset_upload
+from annotator.services.importing.uploads import dataset_import_retry, dataset_import_stalled, dataset_upload
 from annotator.views.access import role_required
 
 IMAGES_PER_PAGE = 24

@@ -12,6 +12,7 @@ from django.urls import path
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from annotator.auth import user_role
 from annotator.errors import ApplicationError
 from annotator.models import AnnotatorKind, Dataset, Direction, MachineAnnotator, RankingRun, Role
 from annotator.selectors.ranking import (
@@ -21,14 +22,9 @@ from annotator.selectors.ranking import (
     ranking_run_list,
     ranking_run_progress,
 )
-from annotator.services.ranking import (
-    RANKABLE_KINDS,
-    annotator_register,
-    ranking_run_cancel,
-    ranking_run_retry,
-    ranking_run_start,
-)
-from annotator.views.access import application_errors_as_400, role_required, user_role
+from annotator.services.ranking.annotators import RANKABLE_KINDS, annotator_register
+from annotator.services.ranking.runs import ranking_run_cancel, ranking_run_retry, ranking_run_start
+from annotator.views.access import application_errors_as_400, role_required
 
 READERS = (Role.REQUESTER, Role.RESEARCHER)
 BUILT_IN = (AnnotatorKind.MINILM_PIVOT, AnnotatorKind.TFIDF_PIVOT)

@@ -8,7 +8,7 @@ from django.urls import path
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.errors import ApplicationError
-from annotator.models import AggregationMethod, ExportFormat, ExportStatus, ExportVariant, Role
+from annotator.models import AggregationMethod, ExportFormat, ExportStatus, ExportVariant, RankingRun, Role, RunStatus
 from annotator.selectors.research import (
     campaign_get_readable,
     campaign_list_readable,
@@ -16,8 +16,9 @@ from annotator.selectors.research import (
     export_list_readable,
     label_counts,
 )
-from annotator.services.evaluation import evaluation_create, rankings_parse
-from annotator.services.exports import export_create, export_file_name
+from annotator.services.exports.jobs import export_create, export_file_name
+from annotator.services.research.evaluation import rankings_parse
+from annotator.services.research.scorecards import evaluation_create
 from annotator.views.access import application_errors_as_400, role_required
 
 READERS = (Role.REQUESTER, Role.RESEARCHER)
@@ -79,6 +80,9 @@ def research_campaign(request, campaign_id: int):
         "formats": ExportFormat.choices,
         "variants": ExportVariant.choices,
         "methods": AggregationMethod.choices,
+        "runs": RankingRun.objects.filter(dataset_id=campaign.dataset_id, status=RunStatus.SUCCEEDED)
+        .select_related("annotator")
+        .order_by("-id"),
     }
     return render(request, "research/campaign.html", context)
 

@@ -14,7 +14,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.errors import ApplicationError
-from annotator.models import Assignment, CleanupProposal, Role, Worker
+from annotator.models import FLAG_LABELS, Assignment, CleanupProposal, Role, Worker
 from annotator.queue import enqueue_on_commit
 from annotator.selectors.quality import (
     assignment_review_detail,
@@ -23,16 +23,15 @@ from annotator.selectors.quality import (
     review_counts,
     review_queue,
 )
-from annotator.services.postprocess import MAX_IMPORT_BYTES, cleanup_decide, cleanup_detect, labels_import_external
-from annotator.services.quality import (
-    FLAG_LABELS,
+from annotator.services.labels.cleanup import cleanup_decide, cleanup_detect
+from annotator.services.quality.decisions import (
     assignment_approve,
-    assignment_peer_agreement,
     assignment_reject,
     assignments_bulk_decide,
     campaign_quality_policy_update,
 )
-from annotator.services.trust import worker_block, worker_trust, worker_unblock
+from annotator.services.quality.peers import assignment_peer_agreement
+from annotator.services.quality.trust import worker_block, worker_trust, worker_unblock
 from annotator.views.access import application_errors_as_400, role_required
 
 AGGREGATE_TASK = "workers.tasks.quality.labels_aggregate_task"
@@ -225,30 +224,6 @@ def cleanup_decide_view(request, campaign_id: int, proposal_id: int):
     return redirect(reverse("review-cleanup", kwargs={"campaign_id": campaign.pk}) + f"#proposal-{proposal.pk}")
 
 
-@require_POST
-@role_required(Role.REQUESTER)
-@application_errors_as_400
-def cleanup_import(request, campaign_id: int):
-    campaign = _campaign(request, campaign_id)
-    upload = request.FILES.get("file")
-    if upload is None:
-        raise ApplicationError("Choose a file to import.")
-    if upload.size > MAX_IMPORT_BYTES:
-        raise ApplicationError(f"The file is larger than {MAX_IMPORT_BYTES // (1024 * 1024)} MB.", status=413)
-    report = labels_import_external(
-        campaign=campaign,
-        content=upload.read(),
-        fmt=request.POST.get("format", ""),
-        source=request.POST.get("source", ""),
-    )
-    messages.success(
-        request,
-        f"Imported {report['labels']} labels ({report['positives']} positive, {report['new_pairs']} new pairs); "
-        f"{report['unknown']} rows with unknown ids skipped.",
-    )
-    return redirect("review-cleanup", campaign_id=campaign.pk)
-
-
 urlpatterns = [
     path("review/campaigns/<int:campaign_id>/", review_queue_page, name="review-queue"),
     path("review/campaigns/<int:campaign_id>/bulk", review_bulk, name="review-bulk"),
@@ -267,7 +242,6 @@ urlpatterns = [
         cleanup_decide_view,
         name="review-cleanup-decide",
     ),
-    path("review/campaigns/<int:campaign_id>/cleanup/import", cleanup_import, name="review-import"),
     path("review/assignments/<int:assignment_id>/", review_assignment_page, name="review-assignment"),
     path("review/assignments/<int:assignment_id>/decide", review_decide, name="review-decide"),
 ]

@@ -6,8 +6,8 @@ from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotator.services.tokens import token_create, token_revoke
-from annotator.views.access import user_role
+from annotator.auth import user_role
+from annotator.services.accounts.tokens import token_create, token_revoke
 
 
 @login_required

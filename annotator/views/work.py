@@ -21,6 +21,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator import mturk, scales
+from annotator.auth import user_role
 from annotator.errors import ApplicationError
 from annotator.models import (
     Assignment,
@@ -29,8 +30,8 @@ from annotator.models import (
     CampaignStatus,
     Choice,
     Hit,
-    Pair,
     QualificationAttempt,
+    QualificationItem,
     Role,
     Scale,
     Shortcoming,
@@ -38,14 +39,13 @@ from annotator.models import (
     WrongAspect,
 )
 from annotator.selectors import work as work_selectors
-from annotator.services import assignments as assignment_services
-from annotator.services import qualification as qualification_services
-from annotator.services.workers import worker_for_external, worker_for_user, worker_set_auto_accept
-from annotator.views.access import user_role
+from annotator.services.accounts.workers import worker_for_external, worker_for_user, worker_set_auto_accept
+from annotator.services.hits import answers as answer_services
+from annotator.services.hits import assignments as assignment_services
+from annotator.services.hits import qualification as qualification_services
 
 MTURK_PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_SUBMIT_HOSTS = {"www.mturk.com", "workersandbox.mturk.com"}
-MTURK_FRAME_ANCESTORS = "frame-ancestors https://www.mturk.com https://workersandbox.mturk.com"
 SESSION_MTURK_WORKER = "mturk_worker_id"
 SESSION_MTURK_SUBMIT_TO = "mturk_submit_to"
 SESSION_MTURK_VERIFIED = "mturk_verified"  # "assignmentId|workerId|hitId" of arrivals MTurk confirmed
@@ -151,11 +151,17 @@ def _own_assignment(request, assignment_id: int):
     return assignment
 
 
+def _mturk_frame_ok(response):
+    """MTurk shows an ExternalQuestion in an iframe: allow exactly MTurk's origins to frame it; the rest of
+    the page's Content-Security-Policy (settings.CONTENT_SECURITY_POLICY) stays as strict as everywhere."""
+    response.xframe_options_exempt = True
+    response._csp_replace = {"frame-ancestors": ["'self'", *settings.MTURK_ORIGINS]}
+    return response
+
+
 def _allow_mturk_frame(response, worker: Worker):
-    """MTurk shows an ExternalQuestion in an iframe: allow exactly MTurk's origins to frame it."""
     if worker.external_id:
-        response.xframe_options_exempt = True
-        response["Content-Security-Policy"] = MTURK_FRAME_ANCESTORS
+        _mturk_frame_ok(response)
     return response
 
 
@@ -232,7 +238,9 @@ def work_claim(request, campaign_id: int):
 
 
 def _qualification_items(attempt: QualificationAttempt) -> list[dict]:
-    pairs = Pair.objects.select_related("image", "caption", "other_image", "other_caption").in_bulk(attempt.items)
+    pairs = QualificationItem.objects.select_related("image", "caption", "other_image", "other_caption").in_bulk(
+        attempt.items
+    )
     return [
         {"index": index, "number": index + 1, **work_selectors.pair_display(pair=pairs[pair_id])}
         for index, pair_id in enumerate(attempt.items)
@@ -390,7 +398,7 @@ def work_answer(request, assignment_id: int):
     for key in ("shortcomings", "wrong_aspects"):
         if body.get(key) is not None and not isinstance(body.get(key), list):
             raise ApplicationError(f"{key} must be a list.")
-    answer = assignment_services.answer_save(
+    answer = answer_services.answer_save(
         assignment=assignment,
         worker=request.worker,
         item_token=str(body.get("item_token") or ""),
@@ -401,7 +409,7 @@ def work_answer(request, assignment_id: int):
         comment=body.get("comment") if isinstance(body.get("comment"), str) else "",
         seconds_spent=body.get("seconds_spent"),
     )
-    missing = assignment_services.answer_missing(campaign=answer.assignment.hit.campaign, answer=answer)
+    missing = answer_services.answer_missing(campaign=answer.assignment.hit.campaign, answer=answer)
     return JsonResponse({"saved": True, "complete": missing is None, "missing": missing})
 
 
@@ -454,7 +462,7 @@ def work_submit(request, assignment_id: int):
     else:
         answers = _answers_from_form(request.POST)
     already = assignment.status != AssignmentStatus.RESERVED
-    assignment = assignment_services.assignment_submit(assignment=assignment, worker=request.worker, answers=answers)
+    assignment = answer_services.assignment_submit(assignment=assignment, worker=request.worker, answers=answers)
     next_url = (
         reverse("work_home")
         if already and not request.worker.external_id
@@ -490,10 +498,7 @@ def mturk_framed(view):
 
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        response = view(request, *args, **kwargs)
-        response.xframe_options_exempt = True
-        response["Content-Security-Policy"] = MTURK_FRAME_ANCESTORS
-        return response
+        return _mturk_frame_ok(view(request, *args, **kwargs))
 
     return wrapped
 
@@ -542,8 +547,9 @@ def mturk_arrival(request):
         raise ApplicationError("This HIT is not known here.", status=404)
     assignment_id = request.GET.get("assignmentId", "").strip()
     if not assignment_id or assignment_id == MTURK_PREVIEW_ID:
-        items = work_selectors.hit_items_for_worker(hit=hit)
-        context = _hit_context(campaign=hit.campaign, items=items, answers={}, mode="preview")
+        # Instructions only: anyone can preview every HIT, and items met in two previews would mark
+        # themselves as gold. The items come after the worker accepts.
+        context = _hit_context(campaign=hit.campaign, items=[], answers={}, mode="preview")
         return render(request, "work/hit.html", context)
     submit_to = _valid_turk_submit_to(request.GET.get("turkSubmitTo", ""))
     worker_id = request.GET.get("workerId", "").strip()

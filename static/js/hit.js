@@ -167,18 +167,23 @@
           if (!busy()) setSaveState("All answers saved.");
           pump(t);
         } else if (response.status >= 500) {
-          retry(t, item);
+          retry(t, item, retryAfter(response));
         } else {
           setSaveState("Not saved: " + (body.error || "the server refused this answer") + ".");
         }
       });
     }).catch(function () { inFlight[t] = false; retry(t, item); });
   }
-  function retry(t, item) {
+  // A 503 names its wait (Retry-After): the server is briefly unavailable, and an autosave is safe to repeat.
+  function retryAfter(response) {
+    const seconds = parseInt(response.headers.get("Retry-After") || "", 10);
+    return isNaN(seconds) ? null : seconds * 1000;
+  }
+  function retry(t, item, wait) {
     failures += 1;
     setSaveState("Not saved yet (no connection) - retrying\u2026");
     if (!pending[t]) pending[t] = item;
-    setTimeout(function () { pump(t); }, Math.min(30000, 1000 * Math.pow(2, failures)));
+    setTimeout(function () { pump(t); }, wait || Math.min(30000, 1000 * Math.pow(2, failures)));
   }
   window.addEventListener("beforeunload", function (event) {
     if (busy()) {
@@ -303,12 +308,30 @@
   }, true);
 
   // ---- submit: one request; the server is idempotent, the button is disabled while it runs ----
+  // A submit is idempotent on the server: after a 503 or a dropped connection it is sent again by itself.
+  let submitTries = 0;
+  function submitLater(wait, text) {
+    submitTries += 1;
+    if (submitTries > 8) {
+      submitButton.disabled = false;
+      submitButton.textContent = "Submit HIT";
+      missingNode.textContent = text + " Your answers are saved as you go; try again in a moment.";
+      return;
+    }
+    const ms = wait || Math.min(30000, 1000 * Math.pow(2, submitTries));
+    missingNode.textContent = text + " Trying again in " + Math.round(ms / 1000) + " s\u2026";
+    setTimeout(sendSubmit, ms);
+  }
   form.addEventListener("submit", function (event) {
     event.preventDefault();
     refresh();
     if (submitButton.disabled) return;
     submitButton.disabled = true;
     submitButton.textContent = "Submitting\u2026";
+    submitTries = 0;
+    sendSubmit();
+  });
+  function sendSubmit() {
     flushTime();
     fetch(data.submitUrl, {
       method: "POST",
@@ -322,16 +345,18 @@
           window.location.assign(body.next_url || "/work/");
           return;
         }
+        if (response.status === 503) {
+          submitLater(retryAfter(response), body.error || "The server is briefly unavailable.");
+          return;
+        }
         submitButton.disabled = false;
         submitButton.textContent = "Submit HIT";
         missingNode.textContent = body.error || "The server could not take the HIT; try again.";
       });
     }).catch(function () {
-      submitButton.disabled = false;
-      submitButton.textContent = "Submit HIT";
-      missingNode.textContent = "Could not reach the server. Your answers are saved as you go; try again in a moment.";
+      submitLater(null, "Could not reach the server.");
     });
-  });
+  }
 
   // ---- returning a HIT is final: ask once ----
   const returnForm = document.querySelector(".return-form");

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.core.management.base import OutputWrapper
 from PIL import Image as PILImage
 
-from annotator.demo import DEMO_PASSWORD, demo_dataset, demo_users
 from annotator.models import Caption, Dataset, DatasetStatus, Image, Profile, Role, Worker
+from annotator.scenarios.demo import DEMO_PASSWORD, demo_dataset, demo_users
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(settings.BASE_DIR) / "fixtures" / "demo"
@@ -39,7 +39,8 @@ def test_demo_users_and_dataset_are_created_once(client):
     assert roles == {"requester": Role.REQUESTER, "researcher": Role.RESEARCHER, "worker": Role.WORKER}
     assert Worker.objects.filter(user__username="worker").count() == 1
     for username in roles:
-        assert client.login(username=username, password=DEMO_PASSWORD)
+        logged_in = client.post("/accounts/login/", {"username": username, "password": DEMO_PASSWORD})
+        assert logged_in.status_code == 302, username
         assert f"{username} / {DEMO_PASSWORD}" in out.getvalue()
     dataset = Dataset.objects.get(name="demo")
     coco = json.loads((FIXTURES / "captions.json").read_text())

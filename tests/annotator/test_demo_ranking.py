@@ -6,7 +6,7 @@ import pytest
 from django.core.management.base import OutputWrapper
 
 from annotator import models
-from annotator.demo import demo_ranking
+from annotator.scenarios.demo import demo_ranking
 from tests.ranking_support import ranking_dataset
 
 

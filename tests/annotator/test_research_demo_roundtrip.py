@@ -16,10 +16,11 @@ from django.core.management.base import OutputWrapper
 from django.utils import timezone
 
 from annotator import models
-from annotator.demo import demo_campaign, demo_dataset, demo_users
-from annotator.services.exports import export_create
-from annotator.services.labels import labels_aggregate
-from annotator.services.ranking import annotator_register, ranking_run_start
+from annotator.scenarios.demo import demo_campaign, demo_dataset, demo_users
+from annotator.services.exports.jobs import export_create
+from annotator.services.labels.aggregation import labels_aggregate
+from annotator.services.ranking.annotators import annotator_register
+from annotator.services.ranking.runs import ranking_run_start
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from PIL import Image as PILImage
 
-from annotator import synthetic
-from annotator.synthetic import (
+from annotator.scenarios import synthetic
+from annotator.scenarios.synthetic import (
     BACKGROUNDS,
     COLORS,
     COUNT_WORDS,

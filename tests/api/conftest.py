@@ -54,6 +54,10 @@ def world(db) -> World:
     )
     job = factories.ExportJobFactory(campaign=campaign, created_by=users["requester"])
     evaluation = factories.EvaluationFactory(campaign=campaign, created_by=users["requester"])
+    # A crowd-verified label set of the shared campaign: readable wherever the campaign is.
+    from annotator.services.labelsets.builds import labelset_from_campaign
+
+    label_set = labelset_from_campaign(campaign=campaign, user=users["requester"], name="shared-crowd")
     # A second dataset with a succeeded run, for the campaign life cycle (create, build, launch, ...).
     build_dataset = make_dataset(images=6, captions_per_image=5)
     build_dataset.owner = users["requester"]
@@ -84,5 +88,6 @@ def world(db) -> World:
         "foreign_label": models.Label.objects.filter(pair__campaign=foreign).order_by("id").first().pk,
         "export": job.pk,
         "evaluation": evaluation.pk,
+        "labelset": label_set.pk,
     }
     return World(users=users, campaign=campaign, foreign_campaign=foreign, ids=ids)

@@ -88,8 +88,11 @@ ENDPOINTS = [
         "post",
         "evaluations/",
         {"campaign": "{campaign}", "name": "m", "rankings": {"i2t": {"1": ["11"]}, "t2i": {}}},
-        codes(401, 201, 404, 201, 404, 403),
+        # Keyed: the researcher (first) stores it, the owner asking for the same evaluation gets it back.
+        codes(401, 200, 404, 201, 404, 403),
     ),
+    ("evaluations-csv", "get", "evaluations/{evaluation}/csv/", None, READ_DETAIL),
+    ("leaderboard", "get", "leaderboard/?campaign={campaign}", None, READ_DETAIL),
     ("schema", "get", "schema/", None, codes(200, 200, 200, 200, 200, 200)),
 ]
 

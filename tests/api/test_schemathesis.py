@@ -31,6 +31,7 @@ REAL_IDS = {
     "labels": "label",
     "exports": "export",
     "evaluations": "evaluation",
+    "labelsets": "labelset",
 }
 
 

@@ -1,5 +1,6 @@
 """Helpers of the browser tests: screenshots as test artifacts, a logged-in browser context."""
 
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -31,3 +32,14 @@ def logged_in_context(browser, live_server, user, **kwargs):
         ]
     )
     return context
+
+
+def wait_until(page, expression: str, *, timeout: float = 10.0) -> None:
+    """Wait until a JavaScript expression is true in the page. Playwright's wait_for_function evaluates its
+    predicate with eval, which the Content-Security-Policy (no 'unsafe-eval') refuses; page.evaluate is not
+    subject to it."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(f"() => Boolean({expression})"):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for: {expression}")
+        page.wait_for_timeout(50)

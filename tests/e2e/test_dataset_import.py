@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 
 from annotator.models import Dataset, Role
-from tests.e2e.support import screenshot
+from tests.e2e.support import screenshot, wait_until
 from tests.factories import user_with_role
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -51,7 +51,7 @@ def test_requester_uploads_the_demo_set_and_sees_thumbnails_with_captions(live_s
     page.evaluate(
         "document.querySelectorAll('.thumbs img').forEach(i => { i.loading = 'eager'; })"
     )  # lazy below the fold
-    page.wait_for_function("Array.from(document.querySelectorAll('.thumbs img')).every(i => i.complete)")
+    wait_until(page, "Array.from(document.querySelectorAll('.thumbs img')).every(i => i.complete)")
     widths = page.eval_on_selector_all(".thumbs img", "imgs => imgs.map(i => i.naturalWidth)")
     assert len(widths) == 19 and all(0 < w <= settings.THUMBNAIL_SIZE for w in widths)  # thumbnails, served
     shot(page, "02-detail")

@@ -72,17 +72,16 @@ def test_requester_creates_builds_and_launches_a_campaign(live_server, browser):
 
 def test_a_queued_build_shows_building_and_the_page_refreshes_itself_until_built(live_server, browser, monkeypatch):
     """With a real broker the build runs on a worker: the page says so, then follows it without a click."""
-    import annotator.services.campaigns as services
+    from annotator.services.campaigns import build as services
+    from annotator.services.campaigns.lifecycle import campaign_create
 
     queued = []
     monkeypatch.setattr(services, "enqueue_on_commit", lambda name, *args: queued.append((name, *args)))
     requester = user_with_role(Role.REQUESTER, username="req-e2e-queued")
     dataset = make_dataset(images=30, name="coco-queued")
     runs = [add_run(dataset=dataset, name=f"queued-model-{i}", seed=i, directions=("i2t",)) for i in range(2)]
-    campaign = services.campaign_create(
-        owner=requester, dataset=dataset, runs=runs, name="Queued build", sample_count=20
-    )
-    doomed = services.campaign_create(owner=requester, dataset=dataset, runs=runs, name="Doomed build", direction="t2i")
+    campaign = campaign_create(owner=requester, dataset=dataset, runs=runs, name="Queued build", sample_count=20)
+    doomed = campaign_create(owner=requester, dataset=dataset, runs=runs, name="Doomed build", direction="t2i")
 
     page = logged_in_context(browser, live_server, requester, viewport={"width": 1280, "height": 900}).new_page()
     page.set_default_timeout(15000)

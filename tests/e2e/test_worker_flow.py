@@ -7,9 +7,8 @@ Screenshots go to test-artifacts/ (gitignored).
 import pytest
 
 import config.urls
-from annotator.models import Answer, Assignment, AssignmentStatus, QualificationAttempt
-from annotator.selectors.work import campaign_gold_items
-from tests.e2e.support import ARTIFACTS, screenshot
+from annotator.models import Answer, Assignment, AssignmentStatus, QualificationAttempt, QualificationItem
+from tests.e2e.support import ARTIFACTS, screenshot, wait_until
 from tests.factories import live_campaign_with_hits
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -33,7 +32,7 @@ def shot(page, name):
 
 def wait_ready(page):
     """hit.js is deferred: wait until it has put the focus on an item before typing."""
-    page.wait_for_function("document.activeElement !== null && document.activeElement.closest('.item') !== null")
+    wait_until(page, "document.activeElement !== null && document.activeElement.closest('.item') !== null")
 
 
 def answer_item(page, number):
@@ -66,7 +65,7 @@ def test_new_worker_end_to_end(live_server, browser, media_served):
     page.wait_for_selector("#qualification-form")
     assert "gold" not in page.content().lower()
     attempt = QualificationAttempt.objects.get(worker__user__username="newworker")
-    roles = dict(campaign_gold_items(campaign=campaign))
+    roles = dict(QualificationItem.objects.filter(campaign=campaign).values_list("pk", "role"))
     for index, pair_id in enumerate(attempt.items):
         value = "yes" if roles[pair_id] == "gold_positive" else "no"
         page.locator(f"input[name='q-{index}'][value='{value}']").check()
@@ -86,7 +85,7 @@ def test_new_worker_end_to_end(live_server, browser, media_served):
     shot(page, "04-hit-start")
     for number in range(1, 10):
         answer_item(page, number)
-    page.wait_for_function("document.getElementById('save-state').textContent === 'All answers saved.'")
+    wait_until(page, "document.getElementById('save-state').textContent === 'All answers saved.'")
     assert page.locator("#progress-text").inner_text() == "9 / 18 answered"
     assert "Still missing" in page.locator("#missing").inner_text()
     shot(page, "05-hit-halfway")
@@ -151,7 +150,7 @@ def test_similarity_slider_by_keyboard(live_server, browser, media_served):
     from django.test import Client
 
     from annotator.models import Role
-    from annotator.services.workers import worker_for_user
+    from annotator.services.accounts.workers import worker_for_user
     from tests.factories import user_with_role
 
     campaign = live_campaign_with_hits(hits=1, candidates=2, scale="similarity", qualification_items=0)
@@ -169,9 +168,9 @@ def test_similarity_slider_by_keyboard(live_server, browser, media_served):
     for key in ("4", "Enter", "2", "Enter", "5"):
         page.keyboard.press(key)
     page.keyboard.press("ArrowLeft")  # fine-tune the last one a little
-    page.wait_for_function("document.querySelector('#item-3 input[type=range]').value === '4.99'")
+    wait_until(page, "document.querySelector('#item-3 input[type=range]').value === '4.99'")
     page.wait_for_timeout(100)  # the change event starts the save; then wait for it to land
-    page.wait_for_function("document.getElementById('save-state').textContent === 'All answers saved.'")
+    wait_until(page, "document.getElementById('save-state').textContent === 'All answers saved.'")
     assert page.locator("#progress-text").inner_text() == "3 / 4 answered"
     assert page.locator("#item-1 .slider-state").inner_text() == "Rated: Mostly matched"
     assert "4.0" not in page.locator("#item-1").inner_text()

@@ -8,7 +8,8 @@ import pytest
 from django.db import connection, connections, transaction
 
 from annotator.models import Campaign, CampaignStatus, Hit, Pair, Role
-from annotator.services.campaigns import campaign_build_request, campaign_create
+from annotator.services.campaigns.build import campaign_build_request
+from annotator.services.campaigns.lifecycle import campaign_create
 from tests.annotator.campaign_support import add_run, campaign_snapshot, make_dataset
 from tests.factories import user_with_role
 from workers.tasks.campaigns import campaign_build_task
@@ -62,22 +63,22 @@ def test_the_task_is_acks_late_with_time_limits():
 @pytest.mark.django_db
 def test_a_duplicated_task_does_nothing_the_second_time(draft, django_capture_on_commit_callbacks):
     campaign = _queue(draft, django_capture_on_commit_callbacks)
-    assert campaign_build_task.apply(args=[campaign.pk]).get() == CampaignStatus.BUILT
+    assert campaign_build_task.apply(args=[campaign.pk]).get(disable_sync_subtasks=False) == CampaignStatus.BUILT
     built = Campaign.objects.get(pk=campaign.pk)
     pairs = set(Pair.objects.filter(campaign=campaign).values_list("pk", flat=True))
     hits = set(Hit.objects.filter(campaign=campaign).values_list("pk", flat=True))
     assert pairs and hits
-    assert campaign_build_task.apply(args=[campaign.pk]).get() == CampaignStatus.BUILT
+    assert campaign_build_task.apply(args=[campaign.pk]).get(disable_sync_subtasks=False) == CampaignStatus.BUILT
     again = Campaign.objects.get(pk=campaign.pk)
     assert set(Pair.objects.filter(campaign=campaign).values_list("pk", flat=True)) == pairs
     assert set(Hit.objects.filter(campaign=campaign).values_list("pk", flat=True)) == hits
     assert again.built_at == built.built_at and again.build_report == built.build_report
-    assert campaign_build_task.apply(args=[999999]).get() == "missing"
+    assert campaign_build_task.apply(args=[999999]).get(disable_sync_subtasks=False) == "missing"
 
 
 @pytest.mark.django_db
 def test_a_task_for_a_campaign_not_building_leaves_it_alone(draft):
-    assert campaign_build_task.apply(args=[draft.pk]).get() == CampaignStatus.DRAFT
+    assert campaign_build_task.apply(args=[draft.pk]).get(disable_sync_subtasks=False) == CampaignStatus.DRAFT
     assert not draft.hits.exists()
 
 
@@ -85,7 +86,7 @@ def test_a_task_for_a_campaign_not_building_leaves_it_alone(draft):
 def test_a_failed_build_goes_back_to_draft_with_the_reason(draft, django_capture_on_commit_callbacks):
     Campaign.objects.filter(pk=draft.pk).update(direction="t2i")  # the runs have i2t candidates only
     campaign = _queue(Campaign.objects.get(pk=draft.pk), django_capture_on_commit_callbacks)
-    assert campaign_build_task.apply(args=[campaign.pk]).get() == CampaignStatus.DRAFT
+    assert campaign_build_task.apply(args=[campaign.pk]).get(disable_sync_subtasks=False) == CampaignStatus.DRAFT
     campaign.refresh_from_db()
     assert campaign.build_error == "The chosen runs have no t2i candidates for this campaign."
     assert not campaign.hits.exists() and not campaign.pairs.exists()
@@ -107,13 +108,13 @@ def test_an_unexpected_error_is_recorded_too_and_the_old_build_is_kept(
     before = campaign_snapshot(campaign)
     Campaign.objects.filter(pk=campaign.pk).update(pool_depth=3)  # options changed: a real rebuild
     campaign = _queue(Campaign.objects.get(pk=campaign.pk), django_capture_on_commit_callbacks)
-    import annotator.services.campaigns as services
+    from annotator.services.campaigns import build as services
 
     def broken(**kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(services, "_extend", broken)
-    assert campaign_build_task.apply(args=[campaign.pk]).get() == CampaignStatus.DRAFT
+    monkeypatch.setattr(services, "campaign_extend", broken)
+    assert campaign_build_task.apply(args=[campaign.pk]).get(disable_sync_subtasks=False) == CampaignStatus.DRAFT
     campaign.refresh_from_db()
     assert campaign.build_error == "The build stopped: OSError: disk full"
     assert campaign_snapshot(campaign) == before  # the failed rebuild's deletes were rolled back
@@ -127,9 +128,9 @@ def test_a_duplicate_delivered_while_the_build_runs_skips_it(draft):
         pytest.skip("needs PostgreSQL row locks")
     Campaign.objects.filter(pk=draft.pk).update(status=CampaignStatus.BUILDING)
     with row_lock_held_elsewhere(draft.pk):
-        results = [campaign_build_task.apply(args=[draft.pk]).get(timeout=10)]
+        results = [campaign_build_task.apply(args=[draft.pk]).get(timeout=10, disable_sync_subtasks=False)]
     assert results == [CampaignStatus.BUILDING] and not draft.hits.exists()
-    assert campaign_build_task.apply(args=[draft.pk]).get() == CampaignStatus.BUILT
+    assert campaign_build_task.apply(args=[draft.pk]).get(disable_sync_subtasks=False) == CampaignStatus.BUILT
 
 
 @pytest.mark.django_db
@@ -139,7 +140,7 @@ def test_a_lost_build_can_be_queued_again_once_it_stalled(draft, django_capture_
     from django.utils import timezone
 
     from annotator.errors import ApplicationError
-    from annotator.services.campaigns import BUILD_STALE_AFTER, campaign_build_stalled
+    from annotator.services.campaigns.build import BUILD_STALE_AFTER, campaign_build_stalled
 
     campaign = _queue(draft, django_capture_on_commit_callbacks)  # queued, and its task never runs
     assert not campaign_build_stalled(campaign=campaign)

@@ -25,6 +25,7 @@ from PIL import Image as PILImage
 
 from annotator.models import RUN_TRANSITIONS, Candidate, Caption, Direction, Image, RankingRun, RunStatus
 from annotator.models.state import check_transition
+from annotator.selectors.ranking import RUN_STALE_AFTER_SECONDS, ranking_run_last_alive
 from workers.ranking.annotators import Annotator, load_annotator, resolve_device
 from workers.ranking.cache import EmbeddingCache, concat, content_version
 from workers.ranking.store import candidates_write
@@ -128,8 +129,9 @@ def image_representations(*, texts_embedded, corpus: Corpus):
 
 
 class RunExecution:
-    def __init__(self, run: RankingRun, *, after_unit=None, options: dict | None = None):
+    def __init__(self, run: RankingRun, *, after_unit=None, options: dict | None = None, task_id: str | None = None):
         self.run = run
+        self.task_id = task_id
         self.after_unit = after_unit
         self.options = {**ranking_settings(), **(options or {})}
         self.device = self.options["device"]
@@ -139,12 +141,16 @@ class RunExecution:
         locked = RankingRun.objects.select_for_update().get(pk=self.run.pk)
         if locked.status != RunStatus.RUNNING:
             raise RunStopped(locked.status)
+        if self.task_id and locked.progress.get("task_id") not in (None, self.task_id):
+            # The sweep found this run silent for RUN_STALE_AFTER and another task took it over: stop here.
+            raise RunStopped("superseded")
         return locked
 
     def _record(self, locked: RankingRun, key: str, value: int, stage: str) -> None:
         locked.progress[key] = value
         locked.stage = stage
         locked.chunks_done = sum(int(locked.progress.get(name, 0)) for name in ("texts", "images", *DIRECTIONS))
+        locked.progress["beat_at"] = time.time()  # the heartbeat run_claim and the sweep read
         locked.save(update_fields=["progress", "stage", "chunks_done"])
         self.run = locked
 
@@ -340,15 +346,29 @@ class RunExecution:
             self.run = locked
 
 
-def run_claim(run_id: int, *, device: str) -> RankingRun | None:
+def run_claim(run_id: int, *, device: str, task_id: str | None = None) -> RankingRun | None:
     """QUEUED -> RUNNING, or RUNNING again (a redelivered task of a killed worker resumes). None: nothing to do.
 
-    Locks the run row; a finished, failed or cancelled run is left as it is (the task is idempotent).
+    Locks the run row; a finished, failed or cancelled run is left as it is (the task is idempotent). A
+    running run belongs to the task that claimed it (`task_id`, kept in progress): a redelivery of that same
+    task resumes it, another task (a duplicate the sweep queued while the message was only late) does
+    nothing unless the run has been silent for RUN_STALE_AFTER_SECONDS; then it takes the run over and the
+    old task, if it still lives, stops at its next unit. In-process calls (task_id None) always resume.
     """
     with transaction.atomic():
         run = RankingRun.objects.select_for_update().filter(pk=run_id).first()
         if run is None or run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
             return None
+        owner = (run.progress or {}).get("task_id")
+        if (
+            run.status == RunStatus.RUNNING
+            and task_id is not None
+            and owner not in (None, task_id)
+            and time.time() - ranking_run_last_alive(run=run) < RUN_STALE_AFTER_SECONDS
+        ):
+            return None
+        if task_id is not None:
+            run.progress = {**(run.progress or {}), "task_id": task_id}
         if run.status == RunStatus.QUEUED:
             check_transition(
                 transitions=RUN_TRANSITIONS, current=run.status, target=RunStatus.RUNNING, what="ranking run"
@@ -357,7 +377,7 @@ def run_claim(run_id: int, *, device: str) -> RankingRun | None:
         run.started_at = run.started_at or timezone.now()
         run.device = device
         run.error = ""
-        run.save(update_fields=["status", "started_at", "device", "error"])
+        run.save(update_fields=["status", "started_at", "device", "error", "progress"])
     return RankingRun.objects.select_related("annotator", "dataset").get(pk=run_id)
 
 
@@ -372,7 +392,9 @@ def run_fail(run_id: int, message: str) -> None:
         run.save(update_fields=["status", "error", "finished_at"])
 
 
-def ranking_run_execute(run_id: int, *, after_unit=None, options: dict | None = None) -> str:
+def ranking_run_execute(
+    run_id: int, *, after_unit=None, options: dict | None = None, task_id: str | None = None
+) -> str:
     """Execute (or resume) run `run_id`; returns its final status.
 
     Idempotent: a run that is not queued or running is left alone. An error marks the run failed with the
@@ -380,12 +402,12 @@ def ranking_run_execute(run_id: int, *, after_unit=None, options: dict | None = 
     after each committed unit.
     """
     device = {**ranking_settings(), **(options or {})}["device"]
-    run = run_claim(run_id, device=device)
+    run = run_claim(run_id, device=device, task_id=task_id)
     if run is None:
         found = RankingRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
         return found or "missing"
     try:
-        RunExecution(run, after_unit=after_unit, options=options).execute()
+        RunExecution(run, after_unit=after_unit, options=options, task_id=task_id).execute()
     except RunStopped as stopped:
         return str(stopped)
     except Exception as error:  # the person sees the message on the run page and can retry

@@ -1,4 +1,5 @@
-"""Candidate rows written in bulk: COPY on PostgreSQL, bulk_create elsewhere (the embedded SQLite)."""
+"""Candidate rows written in bulk through annotator.bulk: COPY on PostgreSQL, bulk_create elsewhere (the embedded
+SQLite)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import io
 import numpy as np
 from django.db import connection
 
+from annotator.bulk import copy_in, copy_text_columns, objects_create
 from annotator.models import Candidate
 
 COLUMNS = ("run_id", "direction", "query_id", "target_id", "rank", "score")
@@ -27,21 +29,13 @@ def candidate_arrays(
 
 
 def copy_buffer(*, run_id: int, direction: str, queries, targets, ranks, scores) -> io.StringIO:
-    """Tab-separated COPY text. repr() of a float round-trips exactly, so a rerun writes identical scores."""
-    prefix = f"{run_id}\t{direction}\t"
-    text = "".join(
-        f"{prefix}{q}\t{t}\t{r}\t{s!r}\n"
-        for q, t, r, s in zip(queries.tolist(), targets.tolist(), ranks.tolist(), scores.tolist(), strict=False)
-    )
-    return io.StringIO(text)
+    """The rows as COPY text (annotator.bulk), in the column order of COLUMNS."""
+    return io.StringIO(copy_text_columns(leading=(run_id, direction), columns=(queries, targets, ranks, scores)))
 
 
 def copy_rows(buffer: io.StringIO) -> None:
-    """COPY a prepared buffer into the candidate table through the Django connection's psycopg2 cursor."""
-    table = connection.ops.quote_name(Candidate._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(c) for c in COLUMNS)
-    with connection.cursor() as cursor:
-        cursor.cursor.copy_expert(f"COPY {table} ({columns}) FROM STDIN", buffer)
+    """COPY a prepared buffer into the candidate table (PostgreSQL), on the caller's transaction."""
+    copy_in(table=Candidate._meta.db_table, columns=COLUMNS, source=buffer)
 
 
 def candidates_write(
@@ -56,11 +50,11 @@ def candidates_write(
             )
         )
     else:
-        Candidate.objects.bulk_create(
+        objects_create(
+            Candidate,
             [
                 Candidate(run_id=run_id, direction=direction, query_id=q, target_id=t, rank=r, score=s)
                 for q, t, r, s in zip(queries.tolist(), targets.tolist(), ranks.tolist(), values.tolist(), strict=False)
             ],
-            batch_size=2000,
         )
     return len(queries)

@@ -1,8 +1,8 @@
-"""Campaign builds on the `default` queue: a thin caller of annotator.services.campaigns."""
+"""Campaign builds on the `default` queue: a thin caller of annotator.services.campaigns.build."""
 
 from celery import shared_task
 
-from annotator.services.campaigns import campaign_build_run
+from annotator.services.campaigns.build import campaign_build_run
 
 
 @shared_task(

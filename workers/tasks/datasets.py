@@ -1,8 +1,8 @@
-"""Dataset imports of uploads on the `default` queue: a thin caller of annotator.services.datasets."""
+"""Dataset imports of uploads on the `default` queue: a thin caller of annotator.services.importing.uploads."""
 
 from celery import shared_task
 
-from annotator.services.datasets import dataset_import_run
+from annotator.services.importing.uploads import dataset_import_run
 
 
 @shared_task(

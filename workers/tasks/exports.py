@@ -1,8 +1,8 @@
-"""Label exports on the `default` queue: thin callers of annotator.services.exports."""
+"""Label exports on the `default` queue: thin callers of annotator.services.exports.jobs."""
 
 from celery import shared_task
 
-from annotator.services.exports import export_run
+from annotator.services.exports.jobs import export_run
 
 
 @shared_task(

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from annotator.services.assignments import assignments_expire
+from annotator.services.hits.assignments import assignments_expire
 
 
 @shared_task(

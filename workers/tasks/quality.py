@@ -6,15 +6,19 @@ finds it done.
 """
 
 from celery import shared_task
+from django.db import InterfaceError, OperationalError
 
-from annotator.services.quality import assignment_score, assignments_auto_approve_due
+from annotator.services.quality.gold_rotation import gold_rotate_for_hit
+from annotator.services.quality.peers import assignments_auto_approve_due
+from annotator.services.quality.scoring import assignment_score
 
 TASK_OPTIONS = {
     "acks_late": True,
     "reject_on_worker_lost": True,
     "time_limit": 300,
     "soft_time_limit": 270,
-    "autoretry_for": (ConnectionError, TimeoutError),
+    # PostgreSQL dropping the connection (a restart, pg_terminate_backend) is retried like a network error.
+    "autoretry_for": (ConnectionError, TimeoutError, OperationalError, InterfaceError),
     "retry_backoff": True,
     "max_retries": 5,
 }
@@ -22,8 +26,11 @@ TASK_OPTIONS = {
 
 @shared_task(name="workers.tasks.quality.assignment_score_task", **TASK_OPTIONS)
 def assignment_score_task(assignment_id: int) -> None:
-    """Score one submitted assignment and apply its campaign's decision policy."""
-    assignment_score(assignment_id=assignment_id)
+    """Score one submitted assignment and apply its campaign's decision policy; then retire the HIT's gold
+    pairs that have been seen too much (annotator.services.quality.gold_rotation), each in its own transaction."""
+    assignment = assignment_score(assignment_id=assignment_id)
+    if assignment is not None:
+        gold_rotate_for_hit(hit_id=assignment.hit_id)
 
 
 @shared_task(name="workers.tasks.quality.assignments_auto_approve_task", **TASK_OPTIONS)
@@ -38,7 +45,7 @@ def assignments_auto_approve_task() -> int:
 def labels_aggregate_task(campaign_id: int, method: str | None = None) -> dict:
     """Aggregate a campaign's approved answers into Labels (idempotent upsert)."""
     from annotator.models import Campaign
-    from annotator.services.labels import labels_aggregate
+    from annotator.services.labels.aggregation import labels_aggregate
 
     campaign = Campaign.objects.filter(pk=campaign_id).first()
     if campaign is None:
@@ -52,6 +59,6 @@ def labels_aggregate_task(campaign_id: int, method: str | None = None) -> dict:
 )
 def labels_aggregate_stale_task() -> list[int]:
     """Beat task: re-aggregate live campaigns whose approvals or rejections are newer than their labels."""
-    from annotator.services.labels import campaigns_aggregate_stale
+    from annotator.services.labels.aggregation import campaigns_aggregate_stale
 
     return campaigns_aggregate_stale()

@@ -8,6 +8,7 @@ from celery import shared_task
 
 
 @shared_task(
+    bind=True,
     name="workers.tasks.ranking.ranking_run_task",
     # Idempotent and resumable: a run killed mid-way is redelivered and resumes from its last committed chunk.
     acks_late=True,
@@ -18,8 +19,12 @@ from celery import shared_task
     retry_backoff=True,
     max_retries=3,
 )
-def ranking_run_task(run_id: int) -> str:
-    """Execute or resume RankingRun `run_id`; returns its final status (a finished run is left alone)."""
+def ranking_run_task(self, run_id: int) -> str:
+    """Execute or resume RankingRun `run_id`; returns its final status (a finished run is left alone).
+
+    The task id claims the run: a duplicate of it (queued again by the sweep) does nothing while this one
+    makes progress (workers.ranking.pipeline.run_claim).
+    """
     from workers.ranking.pipeline import ranking_run_execute
 
-    return ranking_run_execute(run_id)
+    return ranking_run_execute(run_id, task_id=None if self.request.is_eager else self.request.id)

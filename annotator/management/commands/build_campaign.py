@@ -6,7 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 from annotator.errors import ApplicationError
 from annotator.models import CampaignDirection, Dataset, RankingRun, Scale
 from annotator.selectors.campaigns import campaign_statistics
-from annotator.services.campaigns import campaign_build, campaign_create, campaign_launch
+from annotator.services.campaigns.build import campaign_build
+from annotator.services.campaigns.lifecycle import campaign_create, campaign_launch
 
 INT_OPTIONS = (
     "sample_count",

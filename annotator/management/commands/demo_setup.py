@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from annotator.demo import demo_setup
+from annotator.scenarios.demo import demo_setup
 
 
 class Command(BaseCommand):

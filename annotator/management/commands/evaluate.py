@@ -1,4 +1,10 @@
-"""`manage.py evaluate (--campaign ID | --labels FILE) --rankings FILE --format json`: ECCV Caption's metrics."""
+"""`manage.py evaluate (--label-set NAME | --campaign ID | --labels FILE) --rankings FILE [--full]`: retrieval
+metrics as JSON.
+
+Without --full: ECCV Caption's R@1/5/10, R-Precision and mAP@R per direction. With --full: every metric of
+annotator.analysis.scorecard (IR recall, graded metrics, ranks, COCO 5K and 1K, PMRP, SR@k, NCS@k), each
+with its bootstrap interval, and notes on any protocol left out.
+"""
 
 import json
 import sys
@@ -7,9 +13,15 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.analysis.metrics import evaluate
+from annotator.analysis.scorecard import DIRECTIONS as ALL_DIRECTIONS
+from annotator.analysis.scorecard import Settings, scorecard
 from annotator.errors import ApplicationError
-from annotator.models import Campaign, ExportVariant
-from annotator.services.evaluation import campaign_evaluate, rankings_parse
+from annotator.models import Campaign, Dataset, ExportVariant
+from annotator.selectors.labelsets import labelset_find
+from annotator.selectors.scorecards import campaign_grades, dataset_test_set, labelset_grades, removed_caption_ids
+from annotator.services.labelsets.evaluation import labelset_evaluate, rankings_read
+from annotator.services.research.evaluation import campaign_evaluate, rankings_parse
+from annotator.services.research.targets import coverage_warnings
 
 
 def _read(path: str, what: str) -> bytes:
@@ -24,11 +36,15 @@ def _read(path: str, what: str) -> bytes:
 class Command(BaseCommand):
     help = (
         "Score a model's rankings (ECCV JSON shape, lists best first) with R@1/5/10, R-Precision and mAP@R "
-        "against a campaign's verified labels or an ECCV-style label file; queries are the label file's keys."
+        "against a campaign's verified labels or an ECCV-style label file; queries are the label file's keys. "
+        "--full adds every other metric (IR recall, graded, ranks, COCO 5K/1K, PMRP, SR@k, NCS@k) with intervals."
     )
 
     def add_arguments(self, parser):
         source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument(
+            "--label-set", help="Evaluate against this label set (name, name@version or id) over exactly its queries."
+        )
         source.add_argument("--campaign", type=int, help="Evaluate against this campaign's verified labels.")
         source.add_argument("--labels", help='A label file {"i2t": {id: [positive ids]}, "t2i": {...}}.')
         parser.add_argument("--rankings", required=True, help="The model's rankings file ('-' reads stdin).")
@@ -40,17 +56,61 @@ class Command(BaseCommand):
             help="With --campaign: lenient (100%% YES + Partially YES) or strict (100%% YES).",
         )
         parser.add_argument("--method", default=None, help="With --campaign: the aggregation method of the labels.")
+        parser.add_argument(
+            "--full",
+            action="store_true",
+            help="Every metric with its bootstrap interval (IR recall, graded, ranks, COCO 5K/1K, PMRP, SR@k, NCS@k).",
+        )
+        parser.add_argument(
+            "--dataset",
+            default=None,
+            help="With --label-set: the dataset, when the name is on several. With --labels --full: the dataset "
+            "whose test set the COCO, PMRP and semantic protocols use.",
+        )
+        parser.add_argument(
+            "--model", default="", help="With --label-set: the model's name (warns if it built the set)."
+        )
+        parser.add_argument("--resamples", type=int, default=1000, help="With --full: bootstrap resamples (0: none).")
+        parser.add_argument("--seed", type=int, default=0, help="With --full: the bootstrap's seed.")
+        parser.add_argument(
+            "--pmrp-zeta",
+            type=int,
+            action="append",
+            help="With --full: PMRP's zeta (repeat to average several, as Chun et al.); default 0 as ECCV Caption.",
+        )
+        parser.add_argument(
+            "--pmrp-cap", type=int, default=50, help="With --full: R of PMRP is min(R, cap); 0: no cap."
+        )
+        parser.add_argument(
+            "--semantic-m", type=int, help="With --full: SR@k's m (default: the query's number of original positives)."
+        )
+        parser.add_argument(
+            "--semantic-exclude-original",
+            action="store_true",
+            help="With --full: leave each query's original pairs out of SR@k / NCS@k (seed 002's 'N' variant).",
+        )
+        parser.add_argument("--no-semantic", action="store_true", help="With --full: skip the CIDEr matrix.")
+        parser.add_argument(
+            "--semantic-metric",
+            choices=["cider", "spice"],
+            default="cider",
+            help="With --full: the captioning metric of N (SPICE needs Java and Stanford CoreNLP 3.6.0's models).",
+        )
 
     def handle(self, *args, **options):
+        if options["label_set"] and not options["full"]:
+            return self._label_set(options)
         try:
-            rankings = rankings_parse(raw=_read(options["rankings"], "rankings file"))
+            directions = ALL_DIRECTIONS if options["full"] else ("i2t", "t2i")
+            rankings = rankings_parse(raw=_read(options["rankings"], "rankings file"), directions=directions)
+            if options["full"]:
+                self.stdout.write(json.dumps(self._full(rankings, options)))
+                return
             if options["labels"]:
                 labels = rankings_parse(raw=_read(options["labels"], "label file"), what="label file")
                 results, counts = evaluate(rankings, labels)
             else:
-                campaign = Campaign.objects.filter(pk=options["campaign"]).first()
-                if campaign is None:
-                    raise CommandError(f"There is no campaign {options['campaign']}.")
+                campaign = self._campaign(options)
                 outcome = campaign_evaluate(
                     campaign=campaign, rankings=rankings, method=options["method"], variant=options["variant"]
                 )
@@ -66,3 +126,81 @@ class Command(BaseCommand):
             if not count["queries"]:
                 self.stderr.write(f"{direction}: no query with positives; its scores are null")
         self.stdout.write(json.dumps(results))
+
+    def _label_set(self, options):
+        """Scores over the set's judged queries (every direction it has), warnings on stderr."""
+        try:
+            label_set = self._find_label_set(options)
+            rankings = rankings_read(raw=_read(options["rankings"], "rankings file"))
+            outcome = labelset_evaluate(label_set=label_set, rankings=rankings, model_name=options["model"])
+        except ApplicationError as error:
+            raise CommandError(error.message) from None
+        for warning in outcome["warnings"]:
+            self.stderr.write(f"warning: {warning}")
+        self.stdout.write(json.dumps(outcome["scores"]))
+
+    def _dataset(self, options) -> Dataset | None:
+        if not options["dataset"]:
+            return None
+        dataset = Dataset.objects.filter(name=options["dataset"]).first()
+        if dataset is None:
+            raise CommandError(f"There is no dataset {options['dataset']!r}.")
+        return dataset
+
+    def _find_label_set(self, options):
+        return labelset_find(reference=options["label_set"], dataset=self._dataset(options))
+
+    def _campaign(self, options) -> Campaign:
+        campaign = Campaign.objects.filter(pk=options["campaign"]).first()
+        if campaign is None:
+            raise CommandError(f"There is no campaign {options['campaign']}.")
+        return campaign
+
+    def _full(self, rankings: dict, options) -> dict:
+        settings = Settings(
+            resamples=options["resamples"],
+            seed=options["seed"],
+            pmrp_zetas=tuple(options["pmrp_zeta"] or (0,)),
+            pmrp_cap=options["pmrp_cap"] or None,
+            semantic_m=options["semantic_m"],
+            semantic_exclude_original=options["semantic_exclude_original"],
+        )
+        warnings: list[str] = []
+        if options["label_set"]:
+            label_set = self._find_label_set(options)
+            judgements = labelset_grades(label_set=label_set)
+            dataset, removed = label_set.dataset, set()
+            warnings = labelset_evaluate(label_set=label_set, rankings=rankings, model_name=options["model"])[
+                "warnings"
+            ]
+        elif options["labels"]:
+            judgements = rankings_parse(
+                raw=_read(options["labels"], "label file"), what="label file", directions=ALL_DIRECTIONS
+            )
+            dataset, removed = self._dataset(options), set()
+        else:
+            campaign = self._campaign(options)
+            outcome = campaign_evaluate(
+                campaign=campaign, rankings=rankings, method=options["method"], variant=options["variant"]
+            )
+            judgements = campaign_grades(campaign=campaign, method=outcome["method"], label_map=outcome["labels"])
+            dataset, removed = campaign.dataset, removed_caption_ids(campaign=campaign)
+        test_set, notes = None, []
+        if dataset is not None:
+            test_set, notes = dataset_test_set(
+                dataset=dataset,
+                removed=removed,
+                semantic=not options["no_semantic"],
+                semantic_metric=options["semantic_metric"],
+            )
+            if options["no_semantic"]:
+                notes.append("SR@k and NCS@k: left out (--no-semantic).")
+        card = scorecard(rankings, judgements, test_set=test_set, settings=settings)
+        card["notes"] = notes + card["notes"]
+        if test_set is not None:
+            warnings += coverage_warnings(rankings=rankings, labels=judgements, test_set=test_set)
+        card["warnings"] = warnings
+        for note in card["notes"] + warnings:
+            self.stderr.write(note)
+        card["settings"] = settings.as_json()
+        return card

@@ -8,7 +8,8 @@ from django.core.management.base import BaseCommand, CommandError
 from annotator.errors import ApplicationError
 from annotator.models import Campaign, ExportFormat, ExportVariant
 from annotator.selectors.research import label_method_resolve
-from annotator.services.exports import labels_export_postgres, labels_write
+from annotator.services.exports.postgres import labels_export_postgres
+from annotator.services.exports.write import labels_write
 
 
 class Command(BaseCommand):

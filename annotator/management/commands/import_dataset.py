@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from annotator.errors import ApplicationError
-from annotator.services.datasets import dataset_import
+from annotator.services.importing.imports import dataset_import
 
 
 class Command(BaseCommand):

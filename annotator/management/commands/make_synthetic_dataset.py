@@ -3,13 +3,14 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from annotator.synthetic import make_synthetic_dataset
+from annotator.scenarios.synthetic import make_synthetic_dataset
 
 
 class Command(BaseCommand):
     help = (
         "Draw N synthetic scenes with five captions each and write OUT/images/*.png, OUT/captions.json "
-        "(COCO form) and OUT/truth.json (every caption-image pair that is truly described). Deterministic per seed."
+        "(COCO form), OUT/truth.json (every caption-image pair that is truly described) and OUT/instances.json "
+        "(the objects as COCO instance annotations). Deterministic per seed."
     )
 
     def add_arguments(self, parser):

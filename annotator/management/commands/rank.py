@@ -8,7 +8,8 @@ from django.core.management.base import BaseCommand, CommandError
 from annotator.errors import ApplicationError
 from annotator.models import Dataset, MachineAnnotator, RankingRun, RunStatus
 from annotator.selectors.ranking import ranking_run_progress
-from annotator.services.ranking import RANKABLE_KINDS, annotator_register, ranking_run_start
+from annotator.services.ranking.annotators import RANKABLE_KINDS, annotator_register
+from annotator.services.ranking.runs import ranking_run_start
 
 FINISHED = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED)
 

@@ -1,13 +1,16 @@
-"""manage.py simulate_crowd: rehearse the quality policy on a simulated crowd (annotator/simulation.py)."""
+"""manage.py simulate_crowd: rehearse the quality policy on a simulated crowd (annotator/scenarios/simulation.py)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.errors import ApplicationError
-from annotator.simulation import SimulationConfig, simulate_crowd
+from annotator.scenarios.simulation import BAD_KINDS, VARIANTS, SimulationConfig, simulate_variants, variants_table
 
 
 class Command(BaseCommand):
-    help = "Send simulated workers through the real services on a synthetic dataset and measure the policy."
+    help = (
+        "Send simulated workers through the real services on a synthetic dataset and measure the policy; "
+        "with several --variants, side by side."
+    )
 
     def add_arguments(self, parser):
         defaults = SimulationConfig()
@@ -16,18 +19,31 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=defaults.workers)
         parser.add_argument("--bad-share", type=float, default=defaults.bad_share)
         parser.add_argument(
-            "--random-share", type=float, default=None, help="share of all workers (default: half the bad share)"
+            "--bad-kinds",
+            default=",".join(defaults.bad_kinds),
+            help=f"the bad share's kinds, in turn (of {', '.join(BAD_KINDS)})",
         )
         parser.add_argument(
-            "--always-yes-share", type=float, default=None, help="share of all workers (default: the rest)"
+            "--random-share", type=float, default=None, help="share of all workers (only random and always-yes then)"
         )
-        parser.add_argument("--careful-error", type=float, default=defaults.careful_error)
-        parser.add_argument("--redundancy", type=int, default=defaults.redundancy)
+        parser.add_argument("--always-yes-share", type=float, default=None, help="share of all workers")
+        parser.add_argument("--careful-accuracy", type=float, default=defaults.careful_accuracy)
+        parser.add_argument("--careful-spread", type=float, default=defaults.careful_spread)
+        parser.add_argument("--careful-error", type=float, default=None, help="legacy: every careful worker's error")
+        parser.add_argument(
+            "--hits-per-worker", type=int, default=defaults.hits_per_worker, help="0: no cap (default 3)"
+        )
+        parser.add_argument(
+            "--variants",
+            default="defaults",
+            help=f"comma-separated policies to compare: {', '.join(VARIANTS)} (e.g. fixed,adaptive,assisted)",
+        )
+        parser.add_argument("--redundancy", type=int, default=None, help="default: the variant's")
         parser.add_argument("--candidates-per-hit", type=int, default=defaults.candidates_per_hit)
         parser.add_argument("--qualification-items", type=int, default=defaults.qualification_items)
-        parser.add_argument("--tolerated-gold-misses", type=int, default=defaults.tolerated_gold_misses)
-        parser.add_argument("--extra-assignment-cap", type=int, default=defaults.extra_assignment_cap)
-        parser.add_argument("--confidence-threshold", type=float, default=defaults.confidence_threshold)
+        parser.add_argument("--tolerated-gold-misses", type=int, default=None, help="default: the campaign's")
+        parser.add_argument("--extra-assignment-cap", type=int, default=None)
+        parser.add_argument("--confidence-threshold", type=float, default=None)
         parser.add_argument("--gold-fail-action", choices=["review", "reject"], default=defaults.gold_fail_action)
         parser.add_argument("--review", choices=["reject", "inspect"], default=defaults.review)
         parser.add_argument("--ranking", choices=["auto", "tfidf", "proposal"], default=defaults.ranking)
@@ -35,15 +51,29 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if options["images"] < 2 or options["workers"] < 1:
             raise CommandError("Use at least 2 images and 1 worker.")
-        for name in ("bad_share", "careful_error"):
+        for name in ("bad_share", "careful_accuracy"):
             if not 0 <= options[name] <= 1:
                 raise CommandError(f"--{name.replace('_', '-')} is a share between 0 and 1.")
+        kinds = tuple(k.strip() for k in options.pop("bad_kinds").split(",") if k.strip())
+        unknown = [k for k in kinds if k not in BAD_KINDS]
+        if unknown or not kinds:
+            raise CommandError(f"--bad-kinds takes some of {', '.join(BAD_KINDS)}.")
+        variants = [v.strip() for v in options.pop("variants").split(",") if v.strip()]
+        if not variants or any(v not in VARIANTS for v in variants):
+            raise CommandError(f"--variants takes some of {', '.join(VARIANTS)}.")
+        if options["hits_per_worker"] == 0:
+            options["hits_per_worker"] = None
         fields = {k: v for k, v in options.items() if k in SimulationConfig.__dataclass_fields__}
-        config = SimulationConfig(**fields)
+        config = SimulationConfig(bad_kinds=kinds, **fields)
         try:
-            result = simulate_crowd(
-                config, log=lambda line: self.stderr.write(line) if options["verbosity"] > 1 else None
+            results = simulate_variants(
+                config, variants, log=lambda line: self.stderr.write(line) if options["verbosity"] > 1 else None
             )
         except ApplicationError as error:
             raise CommandError(error.message) from error
-        self.stdout.write(result.as_text())
+        for result in results:
+            self.stdout.write(f"== {result.metrics['variant']}")
+            self.stdout.write(result.as_text())
+        if len(results) > 1:
+            self.stdout.write("== side by side")
+            self.stdout.write(variants_table(results))

@@ -6,8 +6,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.core.management.base import OutputWrapper
 
-from annotator.demo import DEMO_CAMPAIGN_NAME, demo_campaign
 from annotator.models import Campaign, CampaignStatus, Role
+from annotator.scenarios.demo import DEMO_CAMPAIGN_NAME, demo_campaign
 from tests.annotator.campaign_support import add_run, campaign_snapshot, make_dataset
 from tests.factories import user_with_role
 

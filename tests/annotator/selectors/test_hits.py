@@ -8,7 +8,8 @@ import pytest
 
 from annotator.models import HitItem, ItemRole, Role
 from annotator.selectors.hits import WORKER_ITEM_KEYS, hit_item_for_token, hit_worker_items
-from annotator.services.campaigns import campaign_build, campaign_create
+from annotator.services.campaigns.build import campaign_build
+from annotator.services.campaigns.lifecycle import campaign_create
 from tests.annotator.campaign_support import add_run, make_dataset
 from tests.factories import user_with_role
 

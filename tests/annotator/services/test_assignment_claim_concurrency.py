@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from annotator.errors import ApplicationError
 from annotator.models import Assignment, AssignmentStatus, QualificationAttempt
-from annotator.services.assignments import assignment_claim
+from annotator.services.hits.assignments import assignment_claim
 from tests.factories import WorkerFactory, live_campaign_with_hits
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -69,7 +69,7 @@ def test_fifty_threads_never_exceed_redundancy_nor_double_assign():
 def test_claims_racing_returns_never_lose_a_slot():
     """Claims and returns at once: a HIT with a free slot must stay visible to claims (Hit.has_room)."""
     from annotator.models import ACTIVE_ASSIGNMENT_STATUSES
-    from annotator.services.assignments import assignment_return
+    from annotator.services.hits.assignments import assignment_return
 
     campaign = live_campaign_with_hits(hits=4, candidates=1, redundancy=2)
     workers = [WorkerFactory() for _ in range(24)]
@@ -106,3 +106,55 @@ def test_claims_racing_returns_never_lose_a_slot():
         active = hit.assignments.filter(status__in=ACTIVE_ASSIGNMENT_STATUSES).count()
         assert active <= hit.assignments_required
         assert hit.has_room or active >= hit.assignments_required, (hit.pk, active)
+
+
+def test_workers_claiming_in_parallel_never_meet_a_pair_twice():
+    """12 workers, each claiming and submitting HITs in its own thread, on HITs that share gold pairs two by
+    two: no worker is ever handed a pair it saw, no HIT goes over its redundancy, no claim errs."""
+    from annotator.models import HitItem
+    from annotator.selectors.work import hit_item_tokens
+    from annotator.services.hits.answers import assignment_submit
+    from tests.factories import HitItemFactory, PairFactory
+
+    campaign = live_campaign_with_hits(hits=12, candidates=2, redundancy=3, qualification_items=0)
+    hits = list(campaign.hits.order_by("index"))
+    for first, second in zip(hits[::2], hits[1::2], strict=True):  # hits 2k and 2k+1 share one extra pair
+        shared = PairFactory(campaign=campaign)
+        HitItemFactory(hit=first, position=99, pair=shared, role="gold_positive")
+        HitItemFactory(hit=second, position=99, pair=shared, role="gold_positive")
+    workers = [WorkerFactory() for _ in range(12)]
+    barrier = threading.Barrier(len(workers))
+    errors = []
+
+    def work(worker):
+        try:
+            barrier.wait()
+            while True:
+                try:
+                    assignment = assignment_claim(campaign=campaign, worker=worker)
+                except ApplicationError as error:
+                    if error.status != 404:
+                        errors.append(error.message)
+                    return
+                answers = [{"item_token": t, "choice": "yes"} for t in hit_item_tokens(hit=assignment.hit)]
+                assignment_submit(assignment=assignment, worker=worker, answers=answers)
+        except Exception as error:
+            errors.append(repr(error))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(worker,)) for worker in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert errors == []
+    assignments = list(Assignment.objects.filter(hit__campaign=campaign))
+    assert max(Counter(a.hit_id for a in assignments).values()) <= 3
+    for worker in workers:
+        pairs = list(HitItem.objects.filter(hit__assignments__worker=worker).values_list("pair_id", flat=True))
+        assert len(pairs) == len(set(pairs)), f"{worker} met a pair twice"
+        hit_ids = {a.hit_id for a in assignments if a.worker_id == worker.pk}
+        assert not any(h.pk in hit_ids and hits[i ^ 1].pk in hit_ids for i, h in enumerate(hits))
+    assert len(assignments) == 12 * 3  # every slot filled: 12 workers, each can take one HIT of each pair

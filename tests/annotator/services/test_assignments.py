@@ -8,13 +8,8 @@ from django.utils import timezone
 from annotator.errors import ApplicationError
 from annotator.models import Answer, Assignment, AssignmentEvent, AssignmentStatus, CampaignStatus, QualificationAttempt
 from annotator.selectors.work import hit_item_tokens
-from annotator.services.assignments import (
-    answer_save,
-    assignment_claim,
-    assignment_return,
-    assignment_submit,
-    assignments_expire,
-)
+from annotator.services.hits.answers import answer_save, assignment_submit
+from annotator.services.hits.assignments import assignment_claim, assignment_return, assignments_expire
 from tests.factories import WorkerFactory, live_campaign_with_hits
 
 pytestmark = pytest.mark.django_db
@@ -222,7 +217,7 @@ def test_double_submit_stores_one_submission_and_queues_scoring_once():
     worker = qualified(campaign)
     assignment = assignment_claim(campaign=campaign, worker=worker)
     answers = full_answers(assignment)
-    with mock.patch("annotator.services.assignments.enqueue_on_commit") as enqueue:
+    with mock.patch("annotator.services.hits.answers.enqueue_on_commit") as enqueue:
         first = assignment_submit(assignment=assignment, worker=worker, answers=answers)
         second = assignment_submit(assignment=assignment, worker=worker, answers=answers)
     assert first.pk == second.pk and second.status == AssignmentStatus.SUBMITTED
@@ -320,7 +315,7 @@ def has_room(hit):
 
 
 def test_a_full_hit_leaves_the_claim_scan_and_comes_back_when_a_slot_frees():
-    from annotator.services.quality import assignment_reject
+    from annotator.services.quality.decisions import assignment_reject
 
     campaign = live_campaign_with_hits(hits=2, redundancy=1, lease_minutes=10)
     first, second = campaign.hits.order_by("index")

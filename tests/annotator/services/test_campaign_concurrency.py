@@ -6,7 +6,8 @@ import pytest
 from django.db import connections
 
 from annotator.models import CampaignStatus, HitItem, Pair, Role
-from annotator.services.campaigns import campaign_build, campaign_create, campaign_launch
+from annotator.services.campaigns.build import campaign_build
+from annotator.services.campaigns.lifecycle import campaign_create, campaign_launch
 from tests.annotator.campaign_support import add_run, campaign_snapshot, make_dataset
 from tests.factories import user_with_role
 

@@ -19,9 +19,8 @@ from annotator.models import (
 )
 from annotator.selectors.campaigns import campaign_statistics
 from annotator.selectors.hits import hit_worker_items
-from annotator.services.campaigns import (
-    campaign_add_run,
-    campaign_build,
+from annotator.services.campaigns.build import campaign_add_run, campaign_build
+from annotator.services.campaigns.lifecycle import (
     campaign_create,
     campaign_finish,
     campaign_launch,

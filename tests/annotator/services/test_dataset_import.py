@@ -14,9 +14,9 @@ from PIL import Image as PILImage
 
 from annotator.errors import ApplicationError
 from annotator.models import Caption, Dataset, DatasetStatus, Image
-from annotator.services import datasets as datasets_service
-from annotator.services.datasets import dataset_import
-from annotator.synthetic import make_synthetic_dataset
+from annotator.scenarios.synthetic import make_synthetic_dataset
+from annotator.services.importing import storage as import_storage
+from annotator.services.importing.imports import dataset_import
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -302,14 +302,14 @@ def test_duplicate_files_keep_their_rows_share_one_stored_file_and_are_reported(
 
 def test_a_failure_while_writing_removes_this_runs_rows_and_files(tmp_path, settings, monkeypatch):
     """Batches commit, so a mid-write failure is undone by hand: no rows, no files from the run."""
-    monkeypatch.setattr(datasets_service, "IMAGE_BATCH", 2)
+    monkeypatch.setattr(import_storage, "IMAGE_BATCH", 2)
     first = small_coco(tmp_path / "first", n=2)
     dataset = dataset_import(name="grow", captions_path=first, images_path=tmp_path / "first" / "images")
     before = stored_files(Path(settings.MEDIA_ROOT))
 
     images = {i: picture_bytes((i, 2 * i, 3)) for i in range(3, 10)}
     second = write_coco(tmp_path / "second", images, [(100 + i, i, f"caption {i}") for i in images])
-    real_thumbnail = datasets_service.make_thumbnail
+    real_thumbnail = import_storage.make_thumbnail
     calls = {"n": 0}
 
     def failing_thumbnail(data):
@@ -318,7 +318,7 @@ def test_a_failure_while_writing_removes_this_runs_rows_and_files(tmp_path, sett
             raise OSError("storage went away")
         return real_thumbnail(data)
 
-    monkeypatch.setattr(datasets_service, "make_thumbnail", failing_thumbnail)
+    monkeypatch.setattr(import_storage, "make_thumbnail", failing_thumbnail)
     with pytest.raises(OSError):
         dataset_import(name="grow", captions_path=second, images_path=tmp_path / "second" / "images")
     dataset.refresh_from_db()

@@ -13,8 +13,9 @@ from django.utils import timezone
 
 from annotator.errors import ApplicationError
 from annotator.models import Caption, Dataset, DatasetStatus, Image, Role
-from annotator.services import datasets as datasets_service
-from annotator.services.datasets import dataset_import_retry, dataset_upload
+from annotator.services.importing import imports as import_service
+from annotator.services.importing import uploads as upload_service
+from annotator.services.importing.uploads import dataset_import_retry, dataset_upload
 from tests.factories import png_bytes, user_with_role
 from workers.tasks.datasets import dataset_import_task
 
@@ -71,9 +72,9 @@ def test_the_upload_is_stored_and_queued_and_nothing_is_imported_in_the_request(
 def test_a_duplicated_task_imports_once(requester, django_capture_on_commit_callbacks):
     """The same task delivered twice (a redelivery, a double enqueue) writes every row once."""
     dataset = queued("twice", requester, django_capture_on_commit_callbacks)
-    assert dataset_import_task.apply(args=[dataset.pk]).get() == "ready"
+    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "ready"
     assert counts(dataset) == (2, 3)
-    assert dataset_import_task.apply(args=[dataset.pk]).get() == "ready"  # finished: left alone
+    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "ready"  # finished: left alone
     assert counts(dataset) == (2, 3)
     dataset.refresh_from_db()
     assert dataset.report["phase"] == "done" and dataset.report["images_created"] == 2
@@ -85,28 +86,28 @@ def test_a_task_arriving_while_another_runs_the_import_does_nothing(requester, d
     Dataset.objects.filter(pk=dataset.pk).update(
         report={"phase": "checking images", "checked": 1}, updated_at=timezone.now()
     )  # another worker's fresh heartbeat
-    assert dataset_import_task.apply(args=[dataset.pk]).get() == "importing"
+    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "importing"
     assert counts(dataset) == (0, 0)
-    assert dataset_import_task.apply(args=[987654]).get() == "missing"
+    assert dataset_import_task.apply(args=[987654]).get(disable_sync_subtasks=False) == "missing"
 
 
 def test_a_stalled_import_is_resumed_without_duplicating_rows(requester, django_capture_on_commit_callbacks):
     """A worker killed after committing the images (no cleanup ran): a later claim resumes the import."""
     dataset = queued("killed", requester, django_capture_on_commit_callbacks)
     with (
-        mock.patch.object(datasets_service, "_write_captions", side_effect=KeyboardInterrupt),
-        mock.patch.object(datasets_service, "_cleanup"),
-        mock.patch.object(datasets_service, "_dataset_finish"),
+        mock.patch.object(import_service, "write_captions", side_effect=KeyboardInterrupt),
+        mock.patch.object(import_service, "cleanup"),
+        mock.patch.object(import_service, "dataset_finish"),
     ):
         with pytest.raises(KeyboardInterrupt):  # stands for SIGKILL: nothing after it runs
-            dataset_import_task.apply(args=[dataset.pk]).get()
+            dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False)
     dataset.refresh_from_db()
     assert dataset.status == DatasetStatus.IMPORTING and counts(dataset) == (2, 0)
-    assert dataset_import_task.apply(args=[dataset.pk]).get() == "importing"  # its heartbeat is still fresh
+    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "importing"  # its heartbeat is still fresh
     with pytest.raises(ApplicationError):
         dataset_upload(name="killed", owner=requester, **uploads())  # no second import into a running one
     Dataset.objects.filter(pk=dataset.pk).update(updated_at=timezone.now() - timedelta(minutes=11))
-    assert dataset_import_task.apply(args=[dataset.pk]).get() == "ready"
+    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "ready"
     dataset.refresh_from_db()
     assert (
         counts(dataset) == (2, 3) and dataset.report["images_created"] == 0 and dataset.report["images_unchanged"] == 2
@@ -118,7 +119,7 @@ def test_a_refused_upload_fails_with_every_offender_and_its_files_are_removed(
 ):
     coco = {**COCO, "annotations": [*COCO["annotations"], {"id": 31, "image_id": 3, "caption": "orphan"}]}
     dataset = queued("refused", requester, django_capture_on_commit_callbacks, coco=coco, broken_image=True)
-    assert dataset_import_task.apply(args=[dataset.pk]).get() == "failed"
+    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "failed"
     dataset.refresh_from_db()
     assert dataset.report["phase"] == "refused" and dataset.report["error_count"] == 2
     assert {row["id"] for row in dataset.report["offenders"]} == {"2", "31"}
@@ -146,7 +147,7 @@ def test_a_refused_addition_leaves_a_ready_dataset_ready(requester, django_captu
 def test_a_broker_that_is_down_fails_the_import_visibly_and_a_retry_queues_it(
     requester, django_capture_on_commit_callbacks
 ):
-    with mock.patch.object(datasets_service, "enqueue_on_commit", side_effect=ConnectionError("broker down")):
+    with mock.patch.object(upload_service, "enqueue_on_commit", side_effect=ConnectionError("broker down")):
         with pytest.raises(ApplicationError) as error:
             dataset_upload(name="no-broker", owner=requester, **uploads())
     assert error.value.status == 503
@@ -162,7 +163,7 @@ def test_a_broker_that_is_down_fails_the_import_visibly_and_a_retry_queues_it(
 def test_a_failure_before_the_import_starts_is_recorded(requester, django_capture_on_commit_callbacks):
     dataset = queued("lost-files", requester, django_capture_on_commit_callbacks)
     default_storage.delete(f"uploads/datasets/{dataset.pk}/upload.json")
-    assert dataset_import_task.apply(args=[dataset.pk]).get() == "failed"
+    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "failed"
     dataset.refresh_from_db()
     assert dataset.report["phase"] == "failed" and "FileNotFoundError" in dataset.report["errors"][0]
     with pytest.raises(ApplicationError, match="files of this import are gone"):
@@ -209,7 +210,7 @@ def test_an_upload_on_s3_is_imported_through_a_local_copy(requester, s3_storage,
     dataset = queued("remote", requester, django_capture_on_commit_callbacks)
     keys = {obj["Key"] for obj in s3_storage.list_objects_v2(Bucket="vericap-uploads")["Contents"]}
     assert f"uploads/datasets/{dataset.pk}/images.zip" in keys
-    assert dataset_import_task.apply(args=[dataset.pk]).get() == "ready"
+    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "ready"
     assert counts(dataset) == (2, 3)
     keys = {obj["Key"] for obj in s3_storage.list_objects_v2(Bucket="vericap-uploads")["Contents"]}
     assert not any(key.startswith("uploads/") for key in keys) and any(key.startswith("thumbnails/") for key in keys)

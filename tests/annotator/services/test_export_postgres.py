@@ -7,7 +7,7 @@ from django.db import connection
 
 from annotator import models
 from annotator.errors import ApplicationError
-from annotator.services.exports import labels_export_postgres
+from annotator.services.exports.postgres import labels_export_postgres
 from tests.research_helpers import LABELLED_PAIRS, research_campaign
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]

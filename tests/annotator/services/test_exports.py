@@ -9,9 +9,10 @@ import pytest
 
 from annotator import models
 from annotator.errors import ApplicationError
-from annotator.services.exports import export_create, labels_write
+from annotator.services.exports.jobs import export_create
+from annotator.services.exports.write import labels_write
 from tests import factories
-from tests.research_helpers import EXPECTED, LABELLED_PAIRS, research_campaign
+from tests.research_helpers import EXPECTED, LABELLED_PAIRS, eccv_positives, research_campaign
 
 pytestmark = pytest.mark.django_db
 
@@ -29,13 +30,18 @@ def test_eccv_json_holds_the_positives_of_each_query(variant, merge):
     """i2t keys are the image queries, t2i keys the caption queries; lenient/strict/merged as specified."""
     campaign = research_campaign()
     data = json.loads(export_bytes(campaign, "eccv_json", variant, merge))
-    assert data == EXPECTED[(variant, merge)]
+    assert {k: data[k] for k in ("i2t", "t2i")} == EXPECTED[(variant, merge)]
 
 
 def test_eccv_split_is_the_two_released_files():
     campaign = research_campaign()
     with zipfile.ZipFile(io.BytesIO(export_bytes(campaign, "eccv_split"))) as archive:
-        assert sorted(archive.namelist()) == ["eccv_caption_to_image.json", "eccv_image_to_caption.json"]
+        assert sorted(archive.namelist()) == [
+            "eccv_caption_to_image.json",
+            "eccv_caption_to_image_negatives.json",
+            "eccv_image_to_caption.json",
+            "eccv_image_to_caption_negatives.json",
+        ]
         assert json.loads(archive.read("eccv_image_to_caption.json")) == EXPECTED[("lenient", False)]["i2t"]
         assert json.loads(archive.read("eccv_caption_to_image.json")) == EXPECTED[("lenient", False)]["t2i"]
 
@@ -44,8 +50,10 @@ def test_other_methods_and_campaigns_are_not_exported():
     campaign = research_campaign()
     other = research_campaign()
     factories.LabelFactory(pair=campaign.pairs.get(caption__source_id="32"), method="dawid_skene")
-    assert json.loads(export_bytes(campaign, "eccv_json", method="dawid_skene")) == {"i2t": {"1": [32]}, "t2i": {}}
-    assert json.loads(export_bytes(other, "eccv_json")) == EXPECTED[("lenient", False)]
+    exported = json.loads(export_bytes(campaign, "eccv_json", method="dawid_skene"))
+    assert {k: exported[k] for k in ("i2t", "t2i")} == {"i2t": {"1": [32]}, "t2i": {}}
+    exported = json.loads(export_bytes(other, "eccv_json"))
+    assert {k: exported[k] for k in ("i2t", "t2i")} == EXPECTED[("lenient", False)]
 
 
 @pytest.mark.parametrize(
@@ -62,6 +70,7 @@ def test_non_numeric_source_ids_are_json_strings(image, caption):
     assert json.loads(text) == {
         "i2t": {image: [as_value(caption)]},
         "t2i": {caption: [int(image) if image == "-12" else image]},
+        "verified_negatives": {"i2t": {}, "t2i": {}},
     }
 
 
@@ -109,9 +118,9 @@ def test_cxc_csv_for_similarity_campaigns():
     campaign = research_campaign(scale=models.Scale.SIMILARITY)
     models.Label.objects.filter(pair__campaign=campaign).update(score=3.5)
     rows = list(csv.reader(io.StringIO(export_bytes(campaign, "cxc_csv").decode())))
-    assert rows[0] == ["caption", "image", "agg_score", "sampling_method"]
-    assert rows[1] == ["11", "1", "3.5", "original"]
-    assert rows[2] == ["21", "1", "3.5", "i2t:tfidf"]
+    assert rows[0] == ["caption", "image", "agg_score", "sampling_method", "verified"]
+    assert rows[1][:4] == ["11", "1", "3.5", "original"]
+    assert rows[2][:4] == ["21", "1", "3.5", "i2t:tfidf"]
     assert len(rows) == 1 + len(LABELLED_PAIRS)
 
 
@@ -130,7 +139,7 @@ def test_export_job_runs_and_stores_a_file(django_capture_on_commit_callbacks):
     assert job.status == models.ExportStatus.SUCCEEDED
     assert job.method == "majority" and job.rows == 2
     with job.file.open("rb") as stored:
-        assert json.loads(stored.read()) == EXPECTED[("strict", False)]
+        assert eccv_positives(json.loads(stored.read())) == EXPECTED[("strict", False)]
     assert job.size_bytes == job.file.size
 
 
@@ -138,3 +147,31 @@ def test_export_of_a_campaign_without_labels_is_refused():
     campaign = factories.CampaignFactory()
     with pytest.raises(ApplicationError, match="no labels"):
         export_create(campaign=campaign, user=campaign.owner, format="eccv_json")
+
+
+def test_verified_negatives_appear_in_every_format():
+    """Negatives are explicit: a field of the ECCV JSON, companion files of the split, a verdict per JSONL
+    line and per CSV row; the ECCV positives keep their form."""
+    campaign = research_campaign()
+    negatives = models.Label.objects.filter(pair__campaign=campaign, method="majority", is_positive=False)
+    negative = negatives.select_related("pair__image", "pair__caption").first()
+    assert negative is not None
+    image, caption = negative.pair.image.source_id, negative.pair.caption.source_id
+    data = json.loads(export_bytes(campaign, "eccv_json"))
+    listed = data["verified_negatives"]["i2t"].get(image, []) + data["verified_negatives"]["t2i"].get(caption, [])
+    assert int(caption) in listed or int(image) in listed
+    assert int(caption) not in data["i2t"].get(image, [])
+    with zipfile.ZipFile(io.BytesIO(export_bytes(campaign, "eccv_split"))) as archive:
+        split = {
+            **json.loads(archive.read("eccv_image_to_caption_negatives.json")),
+            **json.loads(archive.read("eccv_caption_to_image_negatives.json")),
+        }
+    assert int(caption) in split.get(image, []) or int(image) in split.get(caption, [])
+    lines = [json.loads(line) for line in export_bytes(campaign, "jsonl").decode().splitlines()]
+    verdicts = {line["pair_id"]: line["verified"] for line in lines}
+    assert verdicts[negative.pair_id] == "negative"
+    assert set(verdicts.values()) == {"positive", "negative"}
+    similarity = research_campaign(scale=models.Scale.SIMILARITY)
+    models.Label.objects.filter(pair__campaign=similarity, is_positive=False).update(score=1.0)
+    rows = list(csv.reader(io.StringIO(export_bytes(similarity, "cxc_csv").decode())))
+    assert {row[4] for row in rows[1:]} == {"positive", "negative"}

@@ -12,10 +12,11 @@ import zipfile
 import pytest
 
 from annotator import models
-from annotator.services.evaluation import campaign_evaluate, original_label_map
-from annotator.services.exports import eccv_label_map, labels_write
+from annotator.services.exports.eccv import eccv_label_map
+from annotator.services.exports.write import labels_write
+from annotator.services.research.evaluation import campaign_evaluate, original_label_map
 from tests import factories
-from tests.research_helpers import EXPECTED, LABELLED_PAIRS, research_campaign
+from tests.research_helpers import EXPECTED, LABELLED_PAIRS, eccv_positives, research_campaign
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +65,10 @@ def export_bytes(campaign, fmt, variant="lenient", merge_original=False) -> byte
 def test_eccv_json_leaves_out_removed_captions_as_queries_positives_and_originals(variant, merge):
     campaign = with_cleanup(research_campaign())
     expected = EXPECTED_AFTER_REMOVAL[(variant, merge)]
-    assert json.loads(export_bytes(campaign, "eccv_json", variant, merge)) == expected
+    exported = json.loads(export_bytes(campaign, "eccv_json", variant, merge))
+    assert eccv_positives(exported) == expected
+    negatives = exported["verified_negatives"]
+    assert "12" not in negatives["t2i"] and all(12 not in ids for ids in negatives["i2t"].values())
 
 
 def test_eccv_split_leaves_out_removed_captions():
@@ -80,7 +84,10 @@ def test_proposed_and_dismissed_removals_change_no_export():
     propose(campaign, "22", kind=models.CleanupKind.ORIGINAL_REJECTED, status=models.CleanupStatus.PROPOSED)
     propose(campaign, "12", status=models.CleanupStatus.DISMISSED)
     for variant, merge in EXPECTED:
-        assert json.loads(export_bytes(campaign, "eccv_json", variant, merge)) == EXPECTED[(variant, merge)]
+        assert (
+            eccv_positives(json.loads(export_bytes(campaign, "eccv_json", variant, merge)))
+            == EXPECTED[(variant, merge)]
+        )
     assert len(export_bytes(campaign, "jsonl").decode().splitlines()) == len(LABELLED_PAIRS)
 
 
@@ -96,7 +103,7 @@ def test_jsonl_leaves_out_the_pairs_of_removed_captions():
 def test_cxc_csv_leaves_out_the_pairs_of_removed_captions():
     campaign = with_cleanup(research_campaign(scale=models.Scale.SIMILARITY))
     rows = list(csv.reader(io.StringIO(export_bytes(campaign, "cxc_csv").decode())))
-    assert [(image, caption) for caption, image, _, _ in rows[1:]] == KEPT_PAIRS
+    assert [(image, caption) for caption, image, _, _, _ in rows[1:]] == KEPT_PAIRS
 
 
 @pytest.mark.parametrize("removed_side", ["caption", "other_caption"])
@@ -120,7 +127,7 @@ def test_caption_caption_pairs_go_when_either_caption_is_removed(removed_side):
     lines = [json.loads(line) for line in export_bytes(campaign, "jsonl").decode().splitlines()]
     rows = list(csv.reader(io.StringIO(export_bytes(campaign, "cxc_csv").decode())))
     if removed_side == "caption":
-        assert lines == [] and rows == [["caption1", "caption2", "agg_score", "sampling_method"]]
+        assert lines == [] and rows == [["caption1", "caption2", "agg_score", "sampling_method", "verified"]]
     else:
         assert [(line["caption"], line["other_caption"]) for line in lines] == [("a", "c")]
         assert [row[:2] for row in rows[1:]] == [["a", "c"]]

@@ -4,8 +4,8 @@ import pytest
 
 from annotator.errors import ApplicationError
 from annotator.models import AssignmentStatus, HitStatus, ItemRole, Label, Scale
-from annotator.services.labels import labels_aggregate
-from annotator.services.quality import assignment_approve, assignment_reject
+from annotator.services.labels.aggregation import labels_aggregate
+from annotator.services.quality.decisions import assignment_approve, assignment_reject
 from tests.annotator.quality_support import hit_with_gold, submit
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def test_labels_from_approved_answers_only_for_every_method():
     assignment_reject(assignment=rejected, reason="spam")
     submit(hit, candidate="no")  # submitted, not yet approved: not counted either
     report = labels_aggregate(campaign=hit.campaign)
-    assert report["labels"] == {"majority": 4, "gold_weighted": 4, "dawid_skene": 4}
+    assert report["labels"] == {"posterior": 4, "majority": 4, "gold_weighted": 4, "dawid_skene": 4}
     candidate_pair = hit.items.filter(role=ItemRole.CANDIDATE).first().pair
     label = Label.objects.get(pair=candidate_pair, method="majority")
     assert label.answer_count == 2 and label.is_positive and label.confidence == 1.0
@@ -67,7 +67,9 @@ def test_similarity_uses_the_mean_and_refuses_voting_methods():
 
 def test_low_confidence_pair_gets_one_more_assignment_up_to_the_cap():
     """2 vs 1 on a pair (confidence 0.67 < 0.7) reopens its complete HIT once; the cap stops a second raise."""
-    hit = hit_with_gold(candidates=1, redundancy=3, confidence_threshold=0.7, extra_assignment_cap=1)
+    hit = hit_with_gold(
+        candidates=1, redundancy=3, confidence_threshold=0.7, extra_assignment_cap=1, label_model="majority"
+    )
     _approved(hit, candidate="yes")
     _approved(hit, candidate="yes")
     _approved(hit, candidate="no")
@@ -101,7 +103,7 @@ def test_aggregation_task_runs_the_service():
 
 def test_beat_aggregates_only_campaigns_with_newer_decisions():
     from annotator.models import CampaignStatus
-    from annotator.services.labels import campaigns_aggregate_stale
+    from annotator.services.labels.aggregation import campaigns_aggregate_stale
 
     hit = hit_with_gold(candidates=1, status=CampaignStatus.LIVE)
     idle = hit_with_gold(candidates=1, status=CampaignStatus.LIVE)

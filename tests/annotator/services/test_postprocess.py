@@ -1,17 +1,13 @@
-"""Post-processing (ECCV App. C) and external label imports (annotator/services/postprocess.py)."""
-
-import json
+"""Post-processing (ECCV App. C): annotator/services/labels/cleanup.py."""
 
 import pytest
 
-from annotator.errors import ApplicationError
-from annotator.models import AggregationMethod, CleanupKind, CleanupStatus, Label, Role
-from annotator.services.postprocess import (
+from annotator.models import CleanupKind, CleanupStatus, Label, Role
+from annotator.services.labels.cleanup import (
     caption_not_description_reasons,
     cleanup_decide,
     cleanup_detect,
     cleanup_removed_caption_ids,
-    labels_import_external,
 )
 from tests.factories import CampaignFactory, CaptionFactory, ImageFactory, PairFactory, user_with_role
 
@@ -66,62 +62,3 @@ def test_detect_lists_bad_captions_and_rejected_originals_then_requester_decides
     cleanup_detect(campaign=campaign)
     rejected.refresh_from_db()
     assert rejected.status == CleanupStatus.DISMISSED and rejected.decided_by == requester  # decisions survive
-
-
-def _dataset_pair(campaign):
-    image = ImageFactory(dataset=campaign.dataset, source_id="391895")
-    caption = CaptionFactory(dataset=campaign.dataset, image=image, source_id="770337")
-    other = CaptionFactory(
-        dataset=campaign.dataset, image=ImageFactory(dataset=campaign.dataset, source_id="9"), source_id="12"
-    )
-    return image, caption, other
-
-
-def test_import_cxc_csv_as_external_labels():
-    campaign = CampaignFactory()
-    image, caption, other = _dataset_pair(campaign)
-    csv_text = (
-        "caption,image,agg_score,sampling_method\n"
-        "770337,COCO_val2014_000000391895.jpg,4.2,c2i_intramodal\n"
-        "12,391895,1.0,random\n"
-        "99999,391895,3.0,random\n"
-    )
-    report = labels_import_external(campaign=campaign, content=csv_text.encode(), fmt="cxc_csv", source="CxC")
-    assert (report["labels"], report["positives"], report["new_pairs"], report["unknown"]) == (2, 1, 2, 1)
-    strong = Label.objects.get(pair__caption=caption, method=AggregationMethod.EXTERNAL)
-    assert strong.is_positive and strong.is_positive_strict and strong.source == "CxC" and strong.pair.is_original
-    weak = Label.objects.get(pair__caption=other, method=AggregationMethod.EXTERNAL)
-    assert not weak.is_positive and weak.score == 1.0
-    again = labels_import_external(campaign=campaign, content=csv_text, fmt="cxc_csv", source="CxC")
-    assert again["new_pairs"] == 0 and Label.objects.filter(method="external").count() == 2
-
-
-def test_import_eccv_json_positives():
-    campaign = CampaignFactory()
-    image, caption, other = _dataset_pair(campaign)
-    data = {"i2t": {"391895": [770337, 12]}, "t2i": {"770337": [391895]}}
-    report = labels_import_external(campaign=campaign, content=json.dumps(data), fmt="eccv_json", source="ECCV")
-    assert (report["labels"], report["positives"]) == (2, 2)
-    assert set(Label.objects.filter(method="external").values_list("pair__caption__source_id", flat=True)) == {
-        "770337",
-        "12",
-    }
-
-
-@pytest.mark.parametrize(
-    ("content", "fmt", "message"),
-    [
-        ("a,b\n1,2\n", "cxc_csv", "columns"),
-        ("caption,image,agg_score\n770337,391895,seven\n", "cxc_csv", "cannot be read"),
-        ("{not json", "eccv_json", "not valid JSON"),
-        ('{"i2t": {"1": 2}}', "eccv_json", "list"),
-        ('{"i2t": {"5": [6]}}', "eccv_json", "None of the file"),
-        ("x", "xml", "format"),
-    ],
-)
-def test_bad_imports_get_clear_messages(content, fmt, message):
-    campaign = CampaignFactory()
-    _dataset_pair(campaign)
-    with pytest.raises(ApplicationError) as error:
-        labels_import_external(campaign=campaign, content=content, fmt=fmt, source="x")
-    assert message in error.value.message

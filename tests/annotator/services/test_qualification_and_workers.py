@@ -6,26 +6,28 @@ import pytest
 from django.utils import timezone
 
 from annotator.errors import ApplicationError
-from annotator.models import QualificationAttempt, Role, Worker
-from annotator.selectors.work import campaign_gold_items, worker_is_qualified
-from annotator.services.qualification import qualification_start, qualification_submit
-from annotator.services.workers import worker_for_external, worker_for_user, worker_signup
-from tests.factories import UserFactory, WorkerFactory, live_campaign_with_hits
+from annotator.models import HitItem, QualificationAttempt, QualificationItem, Role, Worker
+from annotator.selectors.work import worker_is_qualified
+from annotator.services.accounts.workers import worker_for_external, worker_for_user, worker_signup
+from annotator.services.hits.qualification import qualification_start, qualification_submit
+from tests.factories import UserFactory, WorkerFactory, live_campaign_with_hits, qualification_right_answers
 
 pytestmark = pytest.mark.django_db
 
 
-def right_answers(attempt):
-    roles = dict(campaign_gold_items(campaign=attempt.campaign))
-    return {str(i): ("yes" if roles[p] == "gold_positive" else "no") for i, p in enumerate(attempt.items)}
+right_answers = qualification_right_answers
 
 
-def test_qualification_uses_gold_items_and_passing_unlocks_work():
+def test_qualification_uses_pool_items_never_hit_pairs_and_passing_unlocks_work():
     campaign = live_campaign_with_hits(hits=2, qualification_items=2)
     worker = WorkerFactory()
     assert not worker_is_qualified(campaign=campaign, worker=worker)
     attempt = qualification_start(campaign=campaign, worker=worker)
-    assert sorted(attempt.items) == sorted(p for p, _ in campaign_gold_items(campaign=campaign))
+    pool = {item.pk: item for item in QualificationItem.objects.filter(campaign=campaign)}
+    assert len(attempt.items) == 2 and set(attempt.items) <= set(pool)
+    hit_keys = {(i.pair.image_id, i.pair.caption_id) for i in HitItem.objects.filter(hit__campaign=campaign)}
+    assert not {(pool[pk].image_id, pool[pk].caption_id) for pk in attempt.items} & hit_keys
+    assert sorted(pool[pk].role for pk in attempt.items) == ["gold_negative", "gold_positive"]
     assert qualification_start(campaign=campaign, worker=worker).pk == attempt.pk  # resumes, idempotent
     done = qualification_submit(attempt=attempt, worker=worker, answers=right_answers(attempt))
     assert done.passed is True and done.score == 1.0
@@ -93,7 +95,7 @@ def test_worker_for_user_and_external_are_stable_and_pseudonymous():
 def test_signup_with_and_without_invite_code(settings):
     worker = worker_signup(username="ana", password="a-long-passphrase")
     assert worker.user.profile.role == Role.WORKER and worker.user.check_password("a-long-passphrase")
-    with pytest.raises(ApplicationError, match="taken"):
+    with pytest.raises(ApplicationError, match="cannot be used"):
         worker_signup(username="ANA", password="a-long-passphrase")
     with pytest.raises(ApplicationError, match="too short"):
         worker_signup(username="bob", password="short")

@@ -4,13 +4,13 @@ import pytest
 
 from annotator.errors import ApplicationError
 from annotator.models import ACTIVE_ASSIGNMENT_STATUSES, AssignmentStatus, HitStatus, Role
-from annotator.services.quality import (
+from annotator.services.quality.decisions import (
     assignment_approve,
     assignment_reject,
-    assignment_score,
     assignments_bulk_approve,
     assignments_bulk_reject,
 )
+from annotator.services.quality.scoring import assignment_score
 from tests.annotator.quality_support import hit_with_gold, submit
 from tests.factories import user_with_role
 
@@ -58,7 +58,7 @@ def test_reject_frees_the_slot_so_the_hit_is_reoffered():
 
 def test_reject_offers_hit_to_another_worker_through_claim():
     """End to end with the worker services: after a rejection another worker can claim the same HIT."""
-    claim = pytest.importorskip("annotator.services.assignments").assignment_claim
+    claim = pytest.importorskip("annotator.services.hits.assignments").assignment_claim
     from annotator.models import CampaignStatus
     from tests.factories import WorkerFactory
 

@@ -5,14 +5,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotator.models import AssignmentStatus, GoldFailAction, QualificationAttempt
-from annotator.services.quality import (
+from annotator.models import (
     FLAG_GOLD_FAILED,
     FLAG_PEER_DISAGREEMENT,
-    assignment_peer_agreement,
-    assignment_score,
-    assignments_auto_approve_due,
+    AssignmentStatus,
+    GoldFailAction,
+    QualificationAttempt,
 )
+from annotator.services.quality.peers import assignment_peer_agreement, assignments_auto_approve_due
+from annotator.services.quality.scoring import assignment_score
 from tests.annotator.quality_support import hit_with_gold, submit
 from tests.factories import WorkerFactory
 
@@ -45,18 +46,18 @@ def test_tolerated_miss_of_a_trusted_worker_is_forgiven_at_once():
 
 
 def test_tolerated_miss_vouched_for_by_peers_is_approved():
-    hit = hit_with_gold(candidates=8, tolerated_gold_misses=1, redundancy=3)
+    hit = hit_with_gold(candidates=16, tolerated_gold_misses=1, redundancy=3)
     _peers(hit)
     assignment = assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="mostly_no").pk)
     assert assignment.flags == []  # unknown worker: waits for the peers
-    assert assignment_peer_agreement(assignment=assignment) == (8, 8)
+    assert assignment_peer_agreement(assignment=assignment) == (16, 16)
     assignments_auto_approve_due(now=timezone.now() + LATER)
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.APPROVED
 
 
 def test_tolerated_miss_contradicted_by_peers_goes_to_review():
-    hit = hit_with_gold(candidates=8, tolerated_gold_misses=1, redundancy=3)
+    hit = hit_with_gold(candidates=16, tolerated_gold_misses=1, redundancy=3)
     _peers(hit, candidate="no")
     assignment = assignment_score(assignment_id=submit(hit, candidate="yes", gold_positive="mostly_no").pk)
     assignments_auto_approve_due(now=timezone.now() + LATER)
@@ -74,20 +75,24 @@ def test_tolerated_miss_without_peers_goes_to_review_and_auto_reject_applies():
 
 
 def test_all_gold_right_but_disagreeing_with_everyone_goes_to_review():
-    """A lucky guesser passes both gold items, but its candidate answers contradict the peers."""
-    hit = hit_with_gold(candidates=8, redundancy=3)
-    peers = _peers(hit, candidate="no")
+    """A lucky guesser passes both gold items, but its candidate answers contradict the peers.
+
+    Four careful peers on sixteen pairs: the crowd is sure of every pair without the guesser's answers,
+    which is enough evidence to judge the guesser's accuracy (QUALITY_PEER_MIN_ITEMS)."""
+    hit = hit_with_gold(candidates=16, redundancy=5)
+    peers = _peers(hit, n=4, candidate="no")
     lucky = assignment_score(assignment_id=submit(hit, candidate="yes").pk)
     assert lucky.flags == []
-    assert assignments_auto_approve_due(now=timezone.now() + LATER) == 2
+    assert assignments_auto_approve_due(now=timezone.now() + LATER) == 4
     lucky.refresh_from_db()
     assert lucky.flags == [FLAG_PEER_DISAGREEMENT] and lucky.status == AssignmentStatus.SUBMITTED
     assert all(p.__class__.objects.get(pk=p.pk).status == AssignmentStatus.APPROVED for p in peers)
 
 
 def test_approval_waits_for_peers_while_the_hit_collects_answers():
-    """The first of three workers is due before the others answered: approval waits, then goes through."""
-    hit = hit_with_gold(candidates=8, redundancy=3, auto_approve_hours=1)
+    """The first of three workers is due before the others answered: approval waits, then goes through
+    once the two others agree with it on enough pairs (sixteen) to judge it."""
+    hit = hit_with_gold(candidates=16, redundancy=3, auto_approve_hours=1)
     first = assignment_score(assignment_id=submit(hit, candidate="no").pk)
     soon = timezone.now() + timedelta(hours=2)
     assert assignments_auto_approve_due(now=soon) == 0

@@ -5,14 +5,19 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotator.models import AssignmentEvent, AssignmentStatus, GoldFailAction, ItemRole, Scale, Worker
-from annotator.services.quality import (
+from annotator.models import (
     FLAG_GOLD_FAILED,
     FLAG_SAME_ANSWER,
     FLAG_TOO_FAST,
-    assignment_score,
-    assignments_auto_approve_due,
+    AssignmentEvent,
+    AssignmentStatus,
+    GoldFailAction,
+    ItemRole,
+    Scale,
+    Worker,
 )
+from annotator.services.quality.peers import assignments_auto_approve_due
+from annotator.services.quality.scoring import assignment_score
 from tests.annotator.quality_support import hit_with_gold, submit
 
 pytestmark = pytest.mark.django_db
@@ -125,7 +130,7 @@ def test_reserved_assignment_is_not_scored():
 def test_a_gold_item_the_crowd_contradicts_stops_counting():
     """Five careful workers all call the gold negative a match: it is disputed, and the sixth worker who
     agrees with them is not failed for it (the gold item is more likely wrong than six workers)."""
-    from annotator.services.quality import gold_pairs_disputed
+    from annotator.selectors.gold import gold_pairs_disputed
     from tests.factories import HitFactory, HitItemFactory
 
     first = hit_with_gold(redundancy=9)

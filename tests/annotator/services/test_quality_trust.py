@@ -3,9 +3,9 @@
 import pytest
 
 from annotator.errors import ApplicationError
-from annotator.models import AssignmentStatus, Role, TrustAction
-from annotator.services.quality import FLAG_LOW_TRUST, assignment_score
-from annotator.services.trust import worker_block, worker_trust, worker_trust_refresh, worker_unblock
+from annotator.models import FLAG_LOW_TRUST, AssignmentStatus, Role, TrustAction
+from annotator.services.quality.scoring import assignment_score
+from annotator.services.quality.trust import worker_block, worker_trust, worker_trust_refresh, worker_unblock
 from tests.annotator.quality_support import hit_with_gold, submit
 from tests.factories import WorkerFactory, user_with_role
 

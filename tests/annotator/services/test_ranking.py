@@ -4,8 +4,9 @@ import pytest
 
 from annotator import models
 from annotator.errors import ApplicationError
-from annotator.services import ranking as ranking_services
-from annotator.services.ranking import annotator_register, ranking_run_cancel, ranking_run_retry, ranking_run_start
+from annotator.services.ranking import runs as ranking_services
+from annotator.services.ranking.annotators import annotator_register
+from annotator.services.ranking.runs import ranking_run_cancel, ranking_run_retry, ranking_run_start
 from tests import factories
 from tests.ranking_support import ranking_dataset
 

@@ -5,7 +5,8 @@ import pytest
 from django.urls import reverse
 
 from annotator.models import Campaign, CampaignStatus, Role
-from annotator.services.campaigns import campaign_build, campaign_create
+from annotator.services.campaigns.build import campaign_build
+from annotator.services.campaigns.lifecycle import campaign_create
 from tests.annotator.campaign_support import add_run, make_dataset
 from tests.factories import user_with_role
 
@@ -73,6 +74,8 @@ def test_the_create_form_makes_a_draft_and_explains_bad_input(client, requester,
         "qualification_items": 6,
         "qualification_pass_mark": 0.8,
         "qualification_cooldown_minutes": 60,
+        "qualification_pool_size": 40,
+        "gold_max_exposure": 6,
         "similarity_gold_threshold": 3,
         "gold_fail_action": "review",
         "auto_approve_hours": 72,
@@ -90,6 +93,9 @@ def test_the_create_form_makes_a_draft_and_explains_bad_input(client, requester,
     assert response.status_code == 302 and response["Location"] == reverse("campaign-detail", args=[campaign.pk])
     assert campaign.owner == requester and campaign.redundancy == 2 and campaign.reward_cents == 140
     assert set(campaign.runs.all()) == set(runs)
+    # The label options left out of the form take the campaign defaults; the page offers them.
+    assert campaign.label_model == "posterior" and campaign.settle_probability == 0.95
+    assert campaign.max_answers_per_pair == 5 and 'name="settle_probability"' in page
 
 
 def test_build_launch_pause_resume_through_the_buttons_with_statistics(

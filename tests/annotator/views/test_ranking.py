@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from annotator import models
-from annotator.services.ranking import annotator_register
+from annotator.services.ranking.annotators import annotator_register
 from tests import factories
 from tests.ranking_support import ranking_dataset
 
@@ -107,7 +107,7 @@ def test_bad_start_input_is_a_readable_400(client, requester, data, message):
 
 
 def test_cancel_and_retry_buttons(client, requester, monkeypatch):
-    from annotator.services import ranking as ranking_services
+    from annotator.services.ranking import runs as ranking_services
 
     monkeypatch.setattr(ranking_services, "enqueue_on_commit", lambda *args: None)  # keep it queued
     dataset = owned_dataset(requester)

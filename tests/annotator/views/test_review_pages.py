@@ -4,11 +4,10 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from annotator.models import AggregationMethod, AssignmentStatus, CampaignStatus, Label, Role
-from annotator.services.quality import assignment_score
+from annotator.models import AssignmentStatus, CampaignStatus, Role
+from annotator.services.quality.scoring import assignment_score
 from tests.annotator.quality_support import hit_with_gold, submit
 from tests.factories import user_with_role
 
@@ -126,20 +125,14 @@ def test_block_and_unblock_a_worker_of_the_campaign(client, flagged):
     assert not worker.blocked and worker.trust_events.count() == 2
 
 
-def test_import_cxc_csv_through_the_page(client, flagged):
+def test_cleanup_page_sends_external_label_sets_to_the_label_set_pages(client, flagged):
+    """Released labels are label sets of their own: the campaign offers no import that would overwrite its labels."""
     owner, campaign, _ = flagged
-    pair = campaign.pairs.first()
-    csv_text = (
-        f"caption,image,agg_score,sampling_method\n{pair.caption.source_id},{pair.image.source_id},3.4,c2i_intermodal\n"
-    )
     client.force_login(owner)
-    response = client.post(
-        reverse("review-import", args=[campaign.pk]),
-        {"format": "cxc_csv", "source": "CxC", "file": SimpleUploadedFile("cxc.csv", csv_text.encode())},
-    )
-    assert response.status_code == 302
-    label = Label.objects.get(pair=pair, method=AggregationMethod.EXTERNAL)
-    assert label.is_positive and not label.is_positive_strict and label.score == pytest.approx(3.4)
+    html = client.get(reverse("review-cleanup", args=[campaign.pk])).content.decode()
+    assert reverse("labelset-list") in html
+    assert "Import as labels" not in html
+    assert client.post(f"/review/campaigns/{campaign.pk}/cleanup/import").status_code == 404
 
 
 def test_quality_panel_counts_and_links(flagged):

@@ -19,11 +19,12 @@ from annotator.models import (
     Hit,
     PairSource,
     QualificationAttempt,
+    QualificationItem,
     Role,
     Worker,
 )
-from annotator.selectors.work import campaign_gold_items, hit_item_tokens
-from annotator.services.workers import worker_for_user
+from annotator.selectors.work import hit_item_tokens
+from annotator.services.accounts.workers import worker_for_user
 from tests.factories import RankingRunFactory, live_campaign_with_hits, user_with_role
 
 pytestmark = pytest.mark.django_db
@@ -237,7 +238,7 @@ def test_qualification_page_posts_answers_and_unlocks_start():
     html = client.get(reverse("work_qualification", args=[campaign.pk])).content.decode()
     assert "gold" not in html.lower()
     attempt = QualificationAttempt.objects.get(worker=worker)
-    roles = dict(campaign_gold_items(campaign=campaign))
+    roles = dict(QualificationItem.objects.filter(campaign=campaign).values_list("pk", "role"))
     form = {f"q-{i}": ("yes" if roles[p] == "gold_positive" else "no") for i, p in enumerate(attempt.items)}
     response = client.post(reverse("work_qualification", args=[campaign.pk]), form)
     assert response.status_code == 302
@@ -373,7 +374,7 @@ def test_mturk_worker_takes_the_qualification_first_then_returns_to_the_hit():
     page = client.get(response["Location"])
     assert page.status_code == 200 and "X-Frame-Options" not in page
     attempt = QualificationAttempt.objects.get(worker__external_id="AQWORKER")
-    roles = dict(campaign_gold_items(campaign=campaign))
+    roles = dict(QualificationItem.objects.filter(campaign=campaign).values_list("pk", "role"))
     form = {f"q-{i}": ("yes" if roles[p] == "gold_positive" else "no") for i, p in enumerate(attempt.items)}
     back = client.post(response["Location"], form)
     assert back["Location"].startswith("/mturk/?")
@@ -391,7 +392,9 @@ def test_local_workers_pages_cannot_be_framed():
     client, _ = worker_client(campaign)
     assignment = claim(client, campaign)
     response = client.get(reverse("work_hit", args=[assignment.pk]))
-    assert response["X-Frame-Options"] == "DENY" and "Content-Security-Policy" not in response
+    assert response["X-Frame-Options"] == "DENY"
+    directives = dict(d.strip().split(" ", 1) for d in response["Content-Security-Policy"].split(";"))
+    assert directives["frame-ancestors"] == "'self'" and directives["script-src"] == "'self'"
 
 
 def test_worker_requests_stay_within_their_query_budget(django_assert_max_num_queries):

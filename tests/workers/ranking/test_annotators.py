@@ -6,7 +6,7 @@ import torch
 from django.core.files.base import ContentFile
 
 from annotator import models
-from annotator.services.ranking import annotator_register
+from annotator.services.ranking.annotators import annotator_register
 from tests import factories
 from workers.ranking.annotators import REGISTRY, load_annotator, resolve_device
 from workers.ranking.pipeline import ranking_run_execute

@@ -11,7 +11,8 @@ import pytest
 from django.db import connection
 
 from annotator import models
-from annotator.services.ranking import annotator_register, ranking_run_start
+from annotator.services.ranking.annotators import annotator_register
+from annotator.services.ranking.runs import ranking_run_start
 from tests.ranking_support import ranking_dataset
 
 pytestmark = [pytest.mark.celery_worker, pytest.mark.postgres]

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from annotator import models
-from annotator.services.ranking import annotator_register, ranking_run_cancel
+from annotator.services.ranking.annotators import annotator_register
+from annotator.services.ranking.runs import ranking_run_cancel
 from tests import factories
 from tests.ranking_support import candidate_rows, ranking_dataset
 from workers.ranking import pipeline

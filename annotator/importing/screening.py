@@ -1,0 +1,176 @@
+"""Screening an upload before anything of it is stored: hostile files get a clear 4xx, not a failed import.
+
+Everything here reads the zip's central directory and the headers of its images, and streams the caption
+file once; nothing is extracted or decoded in full. What it refuses:
+- a zip with more than IMPORT_MAX_ZIP_MEMBERS members, more than IMPORT_MAX_UNZIPPED_BYTES unpacked (413),
+  a member packed more than IMPORT_MAX_ZIP_RATIO times (a zip bomb), a member over IMPORT_MAX_IMAGE_BYTES;
+- member names that climb out (`../`, an absolute path, a drive letter), symbolic links, encrypted members;
+- an image whose header declares more than IMPORT_MAX_IMAGE_PIXELS (a decompression bomb);
+- a caption file that is not UTF-8, not well-formed JSON / JSON lines, or not COCO-shaped.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import json
+import stat
+import warnings
+import zipfile
+from pathlib import PurePosixPath
+
+import ijson
+from django.conf import settings
+from PIL import Image as PILImage
+
+from annotator.errors import ApplicationError
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"}
+HEADER_BYTES = 64 * 1024
+SMALL_MEMBER = 1024 * 1024  # members this small are never called bombs, whatever their ratio
+
+
+def _unsafe_name(name: str) -> bool:
+    normal = name.replace("\\", "/")
+    if normal.startswith("/") or (len(normal) > 1 and normal[1] == ":") or "\x00" in normal:
+        return True
+    return ".." in PurePosixPath(normal).parts
+
+
+def _is_symlink(info: zipfile.ZipInfo) -> bool:
+    return stat.S_ISLNK(info.external_attr >> 16)
+
+
+def _declared_pixels(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int | None:
+    """Width x height from the image's header (the first HEADER_BYTES), or None when Pillow cannot tell."""
+    try:
+        with archive.open(info) as member:
+            head = member.read(HEADER_BYTES)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)
+            saved, PILImage.MAX_IMAGE_PIXELS = PILImage.MAX_IMAGE_PIXELS, None
+            try:
+                with PILImage.open(io.BytesIO(head)) as picture:
+                    width, height = picture.size
+            finally:
+                PILImage.MAX_IMAGE_PIXELS = saved
+    except Exception:  # not an image, or a header past HEADER_BYTES: the import's full check decides
+        return None
+    return width * height
+
+
+def screen_images_zip(upload) -> None:
+    """Refuse a hostile or oversized images zip (ApplicationError 400 or 413); rewinds the upload."""
+    try:
+        upload.seek(0)
+        archive = zipfile.ZipFile(upload)
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise ApplicationError(f"The images file is not a readable zip archive ({exc}).") from exc
+    try:
+        members = archive.infolist()
+        if len(members) > settings.IMPORT_MAX_ZIP_MEMBERS:
+            raise ApplicationError(
+                f"The zip holds {len(members):,} files; at most {settings.IMPORT_MAX_ZIP_MEMBERS:,} are accepted "
+                "(IMPORT_MAX_ZIP_MEMBERS).",
+                status=413,
+            )
+        unpacked = sum(info.file_size for info in members)
+        if unpacked > settings.IMPORT_MAX_UNZIPPED_BYTES:
+            raise ApplicationError(
+                f"The zip unpacks to {unpacked:,} bytes, over the limit of {settings.IMPORT_MAX_UNZIPPED_BYTES:,} "
+                "(IMPORT_MAX_UNZIPPED_BYTES).",
+                status=413,
+            )
+        for info in members:
+            name = info.filename
+            if _unsafe_name(name):
+                raise ApplicationError(f"The zip member {name!r} points outside the archive; nothing was imported.")
+            if _is_symlink(info):
+                raise ApplicationError(f"The zip member {name!r} is a symbolic link; links are not accepted.")
+            if info.flag_bits & 0x1:
+                raise ApplicationError(f"The zip member {name!r} is encrypted.")
+            if info.is_dir():
+                continue
+            if info.file_size > SMALL_MEMBER and info.file_size > settings.IMPORT_MAX_ZIP_RATIO * max(
+                info.compress_size, 1
+            ):
+                raise ApplicationError(
+                    f"The zip member {name!r} unpacks {info.file_size // max(info.compress_size, 1):,} times its "
+                    f"packed size (more than {settings.IMPORT_MAX_ZIP_RATIO:g}): refused as a zip bomb."
+                )
+            if info.file_size > settings.IMPORT_MAX_IMAGE_BYTES:
+                raise ApplicationError(
+                    f"The zip member {name!r} is {info.file_size:,} bytes, over the limit of "
+                    f"{settings.IMPORT_MAX_IMAGE_BYTES:,} (IMPORT_MAX_IMAGE_BYTES)."
+                )
+            if PurePosixPath(name).suffix.lower() in IMAGE_SUFFIXES:
+                pixels = _declared_pixels(archive, info)
+                if pixels is not None and pixels > settings.IMPORT_MAX_IMAGE_PIXELS:
+                    raise ApplicationError(
+                        f"The image {name!r} declares {pixels:,} pixels, over the limit of "
+                        f"{settings.IMPORT_MAX_IMAGE_PIXELS:,} (IMPORT_MAX_IMAGE_PIXELS): refused as a "
+                        "decompression bomb."
+                    )
+    finally:
+        archive.close()
+        upload.seek(0)
+
+
+def _check_utf8(upload) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    upload.seek(0)
+    for chunk in iter(lambda: upload.read(1024 * 1024), b""):
+        try:
+            decoder.decode(chunk)
+        except UnicodeDecodeError as exc:
+            raise ApplicationError(
+                f"The captions file is not UTF-8 text (byte {offset + exc.start:,} cannot be read); save it as UTF-8."
+            ) from exc
+        offset += len(chunk)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError as exc:
+        raise ApplicationError("The captions file is not UTF-8 text (it ends inside a character).") from exc
+
+
+def _check_coco_json(upload) -> None:
+    upload.seek(0)
+    seen = set()
+    try:
+        for prefix, event, _value in ijson.parse(upload):
+            if prefix == "" and event not in ("start_map", "end_map", "map_key"):
+                raise ApplicationError("The captions file must be a COCO JSON object with images and annotations.")
+            if prefix in ("images", "annotations") and event == "start_array":
+                seen.add(prefix)
+    except ijson.JSONError as exc:
+        raise ApplicationError(f"The captions file is not well-formed JSON ({exc}).") from exc
+    missing = {"images", "annotations"} - seen
+    if missing:
+        raise ApplicationError(
+            "The captions file is not COCO captions JSON: it has no " + " and no ".join(sorted(missing)) + " list."
+        )
+
+
+def _check_json_lines(upload) -> None:
+    upload.seek(0)
+    for number, raw in enumerate(upload, start=1):
+        line = raw.decode("utf-8")  # already checked to be UTF-8
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ApplicationError(f"Line {number} of the captions file is not well-formed JSON ({exc}).") from exc
+        if not isinstance(row, dict):
+            raise ApplicationError(f"Line {number} of the captions file is not a JSON object.")
+
+
+def screen_captions(upload, suffix: str) -> None:
+    """Refuse a caption file that is not UTF-8 or not well-formed for its suffix (400); rewinds the upload."""
+    _check_utf8(upload)
+    if suffix == ".json":
+        _check_coco_json(upload)
+    elif suffix in (".jsonl", ".ndjson"):
+        _check_json_lines(upload)
+    upload.seek(0)

@@ -1,0 +1,238 @@
+"""Reads for the sweep and the operations page: work that is late, why, and what the sweep has done.
+
+"Late" is what the sweep (annotator/services/operations/sweep.py) acts on: submissions without a score past
+their threshold, imports and builds past their stale time, ranking runs queued too long or silent, exports
+queued too long or running too long. The thresholds belong to the services that own each job; they come
+in as a StaleTimes (services.operations.sweep.stale_times()). A requester sees their own; staff see all.
+"""
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.db.models import Count, Min, Q, QuerySet
+from django.urls import reverse
+from django.utils import timezone
+
+from annotator.models import (
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    CampaignStatus,
+    Dataset,
+    DatasetStatus,
+    ExportJob,
+    ExportStatus,
+    RankingRun,
+    RequeueKind,
+    RunStatus,
+    SweepRequeue,
+    SweepRun,
+)
+from annotator.selectors.ranking import ranking_run_last_alive
+
+SCORED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+QUEUE_OF = {"scoring": "default", "import": "default", "build": "default", "export": "default", "ranking": "gpu"}
+BEHIND_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class StaleTimes:
+    score_after: timedelta  # a submission still without a score this long after its submit
+    imports: timedelta  # an import without a heartbeat
+    builds: timedelta  # a build queued this long ago
+    queued_jobs: timedelta  # a ranking run or export queued this long without starting
+    running_exports: timedelta  # an export running this long
+    silent_runs: timedelta  # a running ranking run without a heartbeat
+
+
+def _sees_all(user) -> bool:
+    return bool(user is None or user.is_staff or user.is_superuser)
+
+
+def assignments_unscored_overdue(*, stale: StaleTimes, now=None) -> QuerySet[Assignment]:
+    """Submitted (or already decided) assignments still without a score past stale.score_after."""
+    now = now or timezone.now()
+    return Assignment.objects.filter(
+        scored_at__isnull=True, submitted_at__isnull=False, submitted_at__lte=now - stale.score_after
+    ).filter(status__in=SCORED_STATUSES)
+
+
+def imports_stalled(*, stale: StaleTimes, now=None) -> QuerySet[Dataset]:
+    now = now or timezone.now()
+    return Dataset.objects.filter(status=DatasetStatus.IMPORTING, updated_at__lt=now - stale.imports)
+
+
+def builds_stalled(*, stale: StaleTimes, now=None) -> QuerySet[Campaign]:
+    now = now or timezone.now()
+    return Campaign.objects.filter(status=CampaignStatus.BUILDING).filter(
+        Q(build_requested_at__isnull=True) | Q(build_requested_at__lte=now - stale.builds)
+    )
+
+
+def ranking_runs_late(*, stale: StaleTimes, now=None, queryset=None) -> list[RankingRun]:
+    """Runs queued longer than stale.queued_jobs, and running runs silent for stale.silent_runs."""
+    now = now or timezone.now()
+    queryset = RankingRun.objects.all() if queryset is None else queryset
+    candidates = queryset.filter(
+        Q(status=RunStatus.QUEUED, created_at__lte=now - stale.queued_jobs) | Q(status=RunStatus.RUNNING)
+    ).order_by("pk")
+    silent_since = time.time() - stale.silent_runs.total_seconds()
+    return [
+        run for run in candidates if run.status == RunStatus.QUEUED or ranking_run_last_alive(run=run) <= silent_since
+    ]
+
+
+def exports_late(*, stale: StaleTimes, now=None) -> QuerySet[ExportJob]:
+    now = now or timezone.now()
+    return ExportJob.objects.filter(
+        Q(status=ExportStatus.QUEUED, created_at__lte=now - stale.queued_jobs)
+        | Q(status=ExportStatus.RUNNING, started_at__lte=now - stale.running_exports)
+    ).order_by("pk")
+
+
+def requeued_recently(*, kind: str, object_id: int, within: timedelta, now=None) -> bool:
+    """Whether the sweep queued this job again less than `within` ago (then it waits in a queue, probably)."""
+    now = now or timezone.now()
+    return SweepRequeue.objects.filter(kind=kind, object_id=object_id, queued_at__gt=now - within).exists()
+
+
+def _requeues(kind: str, ids: list[int]) -> dict[int, SweepRequeue]:
+    return {mark.object_id: mark for mark in SweepRequeue.objects.filter(kind=kind, object_id__in=ids)}
+
+
+def late_unscored_by_campaign(*, user, stale: StaleTimes, now=None, campaign=None) -> list[dict]:
+    """Per campaign: how many submissions still wait for their score past the threshold, and since when."""
+    queryset = assignments_unscored_overdue(stale=stale, now=now)
+    if campaign is not None:
+        queryset = queryset.filter(hit__campaign=campaign)
+    if not _sees_all(user):
+        queryset = queryset.filter(hit__campaign__owner=user)
+    rows = list(
+        queryset.values("hit__campaign_id").annotate(count=Count("id"), oldest=Min("submitted_at")).order_by("oldest")
+    )
+    names = dict(Campaign.objects.filter(pk__in=[r["hit__campaign_id"] for r in rows]).values_list("pk", "name"))
+    return [
+        {"campaign_id": r["hit__campaign_id"], "name": names.get(r["hit__campaign_id"], ""), **r, "kind": "scoring"}
+        for r in rows
+    ]
+
+
+def late_jobs(*, user, stale: StaleTimes, now=None) -> list[dict]:
+    """Imports, builds, ranking runs and exports that show no progress for their stale time, oldest first."""
+    now = now or timezone.now()
+    everyone = _sees_all(user)
+    jobs = []
+
+    imports = imports_stalled(stale=stale, now=now)
+    imports = list(imports if everyone else imports.filter(owner=user))
+    marks = _requeues(RequeueKind.IMPORT, [d.pk for d in imports])
+    for dataset in imports:
+        jobs.append(
+            {
+                "kind": "import",
+                "what": f"Import of dataset {dataset.name}",
+                "url": reverse("dataset-detail", args=[dataset.pk]),
+                "since": dataset.updated_at,
+                "state": (dataset.report or {}).get("phase", "importing"),
+                "requeue": marks.get(dataset.pk),
+            }
+        )
+
+    builds = builds_stalled(stale=stale, now=now)
+    builds = list(builds if everyone else builds.filter(owner=user))
+    marks = _requeues(RequeueKind.BUILD, [c.pk for c in builds])
+    for campaign in builds:
+        jobs.append(
+            {
+                "kind": "build",
+                "what": f"Build of campaign {campaign.name}",
+                "url": reverse("campaign-detail", args=[campaign.pk]),
+                "since": campaign.build_requested_at,
+                "state": "building",
+                "requeue": marks.get(campaign.pk),
+            }
+        )
+
+    runs = RankingRun.objects.select_related("annotator", "dataset")
+    runs = ranking_runs_late(
+        stale=stale, now=now, queryset=runs if everyone else runs.filter(Q(created_by=user) | Q(dataset__owner=user))
+    )
+    marks = _requeues(RequeueKind.RANKING, [r.pk for r in runs])
+    for run in runs:
+        since = run.created_at
+        if run.status == RunStatus.RUNNING:
+            since = datetime.fromtimestamp(ranking_run_last_alive(run=run), tz=UTC)
+        jobs.append(
+            {
+                "kind": "ranking",
+                "what": f"Ranking run {run.pk}: {run.annotator.name} on {run.dataset.name}",
+                "url": reverse("ranking-run", args=[run.pk]),
+                "since": since,
+                "state": run.status,
+                "requeue": marks.get(run.pk),
+            }
+        )
+
+    exports = exports_late(stale=stale, now=now).select_related("campaign")
+    exports = list(exports if everyone else exports.filter(Q(created_by=user) | Q(campaign__owner=user)))
+    marks = _requeues(RequeueKind.EXPORT, [e.pk for e in exports])
+    for job in exports:
+        jobs.append(
+            {
+                "kind": "export",
+                "what": f"Export {job.pk} ({job.format}) of campaign {job.campaign.name}",
+                "url": reverse("campaign-detail", args=[job.campaign_id]),
+                "since": job.started_at if job.status == ExportStatus.RUNNING else job.created_at,
+                "state": job.status,
+                "requeue": marks.get(job.pk),
+            }
+        )
+    return sorted(jobs, key=lambda job: job["since"] or now)
+
+
+def late_reason(*, kind: str, health, requeue: SweepRequeue | None = None, now=None) -> str:
+    """Why a piece of work is late, in words, from the health of the parts it needs."""
+    now = now or timezone.now()
+    checks = health.checks
+    queue = QUEUE_OF[kind]
+    if str(checks.get("broker", "ok")).startswith("error"):
+        return (
+            "The broker (Redis) is unreachable, so nothing can be queued; the work is kept and resumes when it is back."
+        )
+    if not health.eager and not any(queue in worker["queues"] for worker in health.workers):
+        return f"No Celery worker consumes the {queue} queue: start one (docs/operations.md)."
+    waiting = health.queues.get(queue, {})
+    oldest = waiting.get("oldest_seconds") or 0
+    if oldest > BEHIND_SECONDS:
+        return (
+            f"The workers are behind: {waiting.get('waiting', 0)} tasks wait in the {queue} queue, the oldest for "
+            f"{oldest / 60:.0f} min."
+        )
+    if kind == "scoring":
+        if str(checks.get("sweep", "ok")).startswith("ok"):
+            return "Its scoring message was lost (a broker restart, a killed worker); the next sweep pass scores it."
+        return "Its scoring message was lost and the sweep is not running: check celery beat and the default worker."
+    if requeue is not None:
+        minutes = (now - requeue.queued_at).total_seconds() / 60
+        return (
+            f"Its task was lost (a broker restart or a killed worker); the sweep queued it again "
+            f"{requeue.times} time{'s' if requeue.times != 1 else ''}, last {minutes:.0f} min ago."
+        )
+    return "No progress reported for a while; the sweep queues it again on its next pass."
+
+
+def recent_sweeps(*, limit: int = 10) -> list[SweepRun]:
+    return list(SweepRun.objects.order_by("-started_at")[:limit])
+
+
+def sweep_totals(*, since: timedelta = timedelta(hours=24)) -> dict:
+    """What the sweep did over the last day: submissions it scored, leases it released, jobs it queued."""
+    runs = SweepRun.objects.filter(started_at__gte=timezone.now() - since)
+    totals = {"passes": 0, "scored": 0, "expired": 0, "requeued": 0}
+    for scored, expired, requeued in runs.values_list("scored", "expired", "requeued"):
+        totals["passes"] += 1
+        totals["scored"] += scored
+        totals["expired"] += expired
+        totals["requeued"] += sum(len(ids) for ids in (requeued or {}).values())
+    return totals

@@ -1,0 +1,124 @@
+"""The crowd's posterior for a campaign: load answers, gold and machine evidence, fit the model, read it.
+
+Two views of the same model (`annotator.analysis.posterior`):
+- the *working* posterior, over every scored answer not rejected (approved, or submitted and waiting):
+  it decides which pairs still need answers (adaptive redundancy) and whether an assignment disagrees
+  with the crowd (the last check before approval). A bad worker's answers are in it, at the weight the
+  model gives them, so nobody has to be approved before the crowd can judge them;
+- the *label* posterior, over approved answers only: the Labels researchers download.
+
+Reads only; no locks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+from django.db.models import Q
+
+from annotator.analysis.posterior import PosteriorFit, PosteriorPrior, WorkerEvidence, fit_posterior, worker_evidence
+from annotator.models import Answer, AssignmentStatus, Campaign, HitItem, ItemRole, PairSource, Scale
+
+GOLD_TRUTH = {ItemRole.GOLD_POSITIVE: True, ItemRole.GOLD_NEGATIVE: False}
+SIMILARITY_POSITIVE_AT = 3.0
+
+
+def verdict(choice: str, score, scale: str) -> bool | None:
+    """Positive or not, from one answer; None when it says nothing."""
+    if scale == Scale.SIMILARITY:
+        return None if score is None else float(score) >= SIMILARITY_POSITIVE_AT
+    return None if not choice else choice in ("yes", "partially_yes")
+
+
+def working_answers() -> Q:
+    """Scored answers that were not rejected: approved, or submitted and scored."""
+    return Q(assignment__status=AssignmentStatus.APPROVED) | Q(
+        assignment__status=AssignmentStatus.SUBMITTED, assignment__scored_at__isnull=False
+    )
+
+
+def machine_features(*, campaign: Campaign, pair_ids=None) -> dict[int, np.ndarray]:
+    """Per pair, for each of the campaign's runs: proposed (0/1), 1/rank and the score standardised within
+    the run (0 when the run did not propose the pair). The machine prior's logistic model reads these."""
+    run_ids = sorted(campaign.runs.values_list("pk", flat=True))
+    if not run_ids:
+        return {}
+    column = {run: k for k, run in enumerate(run_ids)}
+    rows = PairSource.objects.filter(pair__campaign=campaign, run_id__in=run_ids)
+    if pair_ids is not None:
+        rows = rows.filter(pair_id__in=list(pair_ids))
+    best: dict[tuple[int, int], tuple[int, float]] = {}
+    for pair_id, run_id, rank, score in rows.values_list("pair_id", "run_id", "rank", "score"):
+        key = (pair_id, run_id)
+        if key not in best or rank < best[key][0]:
+            best[key] = (rank, score)
+    scores = defaultdict(list)
+    for (_, run_id), (_, score) in best.items():
+        scores[run_id].append(score)
+    stats = {run: (float(np.mean(v)), float(np.std(v)) or 1.0) for run, v in scores.items()}
+    features: dict[int, np.ndarray] = {}
+    for (pair_id, run_id), (rank, score) in best.items():
+        vector = features.setdefault(pair_id, np.zeros(3 * len(run_ids)))
+        k = 3 * column[run_id]
+        mean, std = stats[run_id]
+        vector[k : k + 3] = (1.0, 1.0 / max(rank, 1), (score - mean) / std)
+    return features
+
+
+def campaign_posterior(*, campaign: Campaign, approved_only: bool, prior: PosteriorPrior | None = None) -> PosteriorFit:
+    """Fit the campaign's posterior: candidate answers are evidence, gold answers teach the model about the
+    workers (their truth is known), and with campaign.machine_prior the machine annotators' evidence is
+    each pair's prior."""
+    answers = Answer.objects.filter(item__hit__campaign=campaign)
+    answers = (
+        answers.filter(assignment__status=AssignmentStatus.APPROVED)
+        if approved_only
+        else answers.filter(working_answers())
+    )
+    pair_ids, worker_ids, verdicts, known = [], [], [], {}
+    for pair_id, role, worker_id, choice, score in answers.values_list(
+        "item__pair_id", "item__role", "assignment__worker_id", "choice", "score"
+    ):
+        said = verdict(choice, score, campaign.scale)
+        if said is None:
+            continue
+        pair_ids.append(pair_id)
+        worker_ids.append(worker_id)
+        verdicts.append(said)
+        if role in GOLD_TRUTH:
+            known[pair_id] = GOLD_TRUTH[role]
+    features = None
+    if campaign.machine_prior:
+        candidates = set(
+            HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
+        )
+        features = machine_features(campaign=campaign, pair_ids=candidates | set(known)) or None
+        if features is not None:
+            width = len(next(iter(features.values())))
+            for pair_id in set(pair_ids) | set(known):
+                features.setdefault(pair_id, np.zeros(width))
+    return fit_posterior(
+        pair_ids=pair_ids,
+        worker_ids=worker_ids,
+        verdicts=verdicts,
+        known=known,
+        features=features,
+        prior=prior or PosteriorPrior(),
+    )
+
+
+def assignment_evidence(*, fit: PosteriorFit, assignment, below: float) -> tuple[WorkerEvidence, WorkerEvidence]:
+    """How the assignment's candidate answers, and all the worker's candidate answers in the campaign,
+    compare with the rest of the crowd (leave-one-out; see annotator.analysis.posterior.worker_evidence)."""
+    own_pairs = set(
+        HitItem.objects.filter(hit_id=assignment.hit_id, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
+    )
+    candidates = set(
+        HitItem.objects.filter(hit__campaign_id=assignment.hit.campaign_id, role=ItemRole.CANDIDATE).values_list(
+            "pair_id", flat=True
+        )
+    )
+    this = worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=own_pairs, below=below)
+    overall = worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=candidates, below=below)
+    return this, overall

@@ -1,0 +1,1 @@
+"""Accounts: crowd workers and API tokens."""

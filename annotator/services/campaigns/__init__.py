@@ -1,0 +1,1 @@
+"""Campaigns: options, lifecycle, the build (pooling, gold, packing, writing) and sharing."""

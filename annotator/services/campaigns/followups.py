@@ -1,0 +1,184 @@
+"""Adaptive redundancy: follow-up HITs for the pairs whose posterior is not settled yet.
+
+A pair is *settled* when its working posterior (annotator.selectors.posterior, every scored answer not rejected) is at
+least campaign.settle_probability on one side, with at least campaign.settle_min_answers answers (the
+machine prior counts as one when the campaign uses it). A pair that is not settled, has fewer than
+campaign.max_answers_per_pair answers and none on the way (no open slot on a HIT that holds it) goes into
+a follow-up HIT: the unsettled pairs are packed candidates_per_hit at a time (a short last HIT of fewer than
+half waits while other follow-ups are under way, to be packed with their leftovers), and every HIT gets
+the campaign's gold: the least used gold pairs, then pairs the crowd settled unanimously (at
+least three answers, P >= 0.99 on one side), promoted to gold. Promoted gold is never a qualification item
+(qualification tests draw from their own pool, never from HIT gold). A follow-up
+HIT asks for one assignment; claims never give a worker a HIT with a pair they have answered before.
+
+Compared with fixed redundancy, the answers go where the crowd disagrees: pairs that two careful workers
+(or one worker and a confident machine prior) agree on stop at two.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Count, Max, Q
+
+from annotator.models import (
+    AssignmentStatus,
+    Campaign,
+    CampaignStatus,
+    Hit,
+    HitItem,
+    HitStatus,
+    ItemRole,
+)
+from annotator.selectors.posterior import campaign_posterior
+
+PROMOTE_MIN_ANSWERS = 3
+PROMOTE_PROBABILITY = 0.99
+
+
+def _answers_on_the_way(campaign: Campaign) -> dict[int, int]:
+    """Per candidate pair: open slots on the open HITs that hold it (reserved leases and unfilled slots),
+    plus submitted answers not scored yet."""
+    done = Count(
+        "assignments",
+        filter=Q(assignments__status=AssignmentStatus.APPROVED)
+        | Q(assignments__status=AssignmentStatus.SUBMITTED, assignments__scored_at__isnull=False),
+    )
+    open_slots = {
+        hit_id: max(required - answered, 0)
+        for hit_id, required, answered in Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN)
+        .annotate(answered=done)
+        .values_list("pk", "assignments_required", "answered")
+    }
+    waiting: dict[int, int] = defaultdict(int)
+    for hit_id, pair_id in HitItem.objects.filter(
+        hit__campaign=campaign, hit_id__in=list(open_slots), role=ItemRole.CANDIDATE
+    ).values_list("hit_id", "pair_id"):
+        waiting[pair_id] += open_slots[hit_id]
+    return waiting
+
+
+def pair_states(*, campaign: Campaign, fit=None) -> dict[int, dict]:
+    """Per candidate pair: answers, P(positive), settled, answers on the way. A read; no locks."""
+    fit = fit if fit is not None else campaign_posterior(campaign=campaign, approved_only=False)
+    row_of = fit.row_of()
+    machine = 1 if campaign.machine_prior and campaign.runs.exists() else 0
+    waiting = _answers_on_the_way(campaign)
+    states = {}
+    candidates = set(
+        HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
+    )
+    for pair_id in candidates:
+        row = row_of.get(pair_id)
+        answers = int(fit.answers[row]) if row is not None else 0
+        probability = float(fit.probability[row]) if row is not None and answers else 0.5
+        sure = max(probability, 1 - probability) >= campaign.settle_probability
+        states[pair_id] = {
+            "answers": answers,
+            "probability": probability,
+            "settled": sure and answers + machine >= campaign.settle_min_answers,
+            "waiting": waiting.get(pair_id, 0),
+        }
+    return states
+
+
+def _gold_for_followups(campaign: Campaign, states: dict[int, dict]) -> tuple[list[int], list[int]]:
+    """Gold pairs for follow-up HITs, least used first: (positives, negatives). The campaign's gold, then
+    candidate pairs the crowd settled unanimously (promoted)."""
+    uses = dict(
+        HitItem.objects.filter(hit__campaign=campaign, role__in=[ItemRole.GOLD_POSITIVE, ItemRole.GOLD_NEGATIVE])
+        .values("pair_id")
+        .annotate(n=Count("pk"))
+        .values_list("pair_id", "n")
+    )
+    roles = dict(
+        HitItem.objects.filter(hit__campaign=campaign, role__in=[ItemRole.GOLD_POSITIVE, ItemRole.GOLD_NEGATIVE])
+        .values_list("pair_id", "role")
+        .distinct()
+    )
+    positives = [p for p, role in roles.items() if role == ItemRole.GOLD_POSITIVE]
+    negatives = [p for p, role in roles.items() if role == ItemRole.GOLD_NEGATIVE]
+    for pair_id, state in states.items():
+        if pair_id in roles or state["answers"] < PROMOTE_MIN_ANSWERS or not state["settled"]:
+            continue
+        if state["probability"] >= PROMOTE_PROBABILITY:
+            positives.append(pair_id)
+        elif state["probability"] <= 1 - PROMOTE_PROBABILITY:
+            negatives.append(pair_id)
+    positives.sort(key=lambda p: (uses.get(p, 0), p))
+    negatives.sort(key=lambda p: (uses.get(p, 0), p))
+    return positives, negatives
+
+
+def followups_plan(*, campaign: Campaign) -> dict:
+    """Create the follow-up HITs the campaign's unsettled pairs need (see the module docstring).
+
+    Locks the Campaign row (SELECT ... FOR UPDATE), so two planners cannot pack the same pairs twice.
+    Idempotent: a pair with an answer on the way is not packed again, so running it again before the
+    follow-ups are answered creates nothing. Only live or paused campaigns with adaptive redundancy.
+    Returns {"hits": created, "pairs": pairs asked again, "settled": settled pairs, "unsettled": ...}.
+    """
+    with transaction.atomic():
+        campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
+        if not campaign.adaptive_redundancy or campaign.status not in (CampaignStatus.LIVE, CampaignStatus.PAUSED):
+            return {}
+        states = pair_states(campaign=campaign)
+        settled = [p for p, s in states.items() if s["settled"]]
+        needy = sorted(
+            p
+            for p, s in states.items()
+            if not s["settled"] and s["waiting"] == 0 and s["answers"] < campaign.max_answers_per_pair
+        )
+        report = {"hits": 0, "pairs": len(needy), "settled": len(settled), "unsettled": len(states) - len(settled)}
+        if not needy:
+            return report
+        per_hit = campaign.candidates_per_hit
+        chunks = [needy[k : k + per_hit] for k in range(0, len(needy), per_hit)]
+        if (
+            len(chunks[-1]) < per_hit // 2
+            and Hit.objects.filter(campaign=campaign, followup_round__gt=0, status=HitStatus.OPEN).exists()
+        ):
+            # A short tail waits for the follow-ups under way: the next plan packs it with their leftovers.
+            report["pairs"] -= len(chunks.pop())
+            if not chunks:
+                return report
+        positives, negatives = _gold_for_followups(campaign, states)
+        last = Hit.objects.filter(campaign=campaign).aggregate(i=Max("index"), r=Max("followup_round"))
+        index, round_number = (last["i"] or 0) + 1, (last["r"] or 0) + 1
+        rng = np.random.default_rng([max(campaign.seed, 0), round_number])
+        stage_of = dict(
+            HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE, pair_id__in=needy).values_list(
+                "pair_id", "hit__stage"
+            )
+        )
+        turn = 0
+        for chunk in chunks:
+            hit = Hit.objects.create(
+                campaign=campaign,
+                index=index,
+                stage=stage_of.get(chunk[0], "i2t"),
+                assignments_required=1,
+                followup_round=round_number,
+            )
+            index += 1
+            gold = []
+            for pool, count, role in (
+                (positives, campaign.gold_positives_per_hit, ItemRole.GOLD_POSITIVE),
+                (negatives, campaign.gold_negatives_per_hit, ItemRole.GOLD_NEGATIVE),
+            ):
+                usable = [p for p in pool if p not in chunk]
+                for k in range(min(count, len(usable))):
+                    gold.append((usable[(turn + k) % len(usable)], role))
+            turn += 1
+            items = [(pair_id, ItemRole.CANDIDATE) for pair_id in chunk] + gold
+            order = rng.permutation(len(items))
+            HitItem.objects.bulk_create(
+                [
+                    HitItem(hit=hit, position=position, pair_id=items[k][0], role=items[k][1])
+                    for position, k in enumerate(order.tolist())
+                ]
+            )
+            report["hits"] += 1
+        return report

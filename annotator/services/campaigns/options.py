@@ -1,0 +1,116 @@
+"""Campaign options: which a requester sets, which change what a build produces, and the rules
+between them that field validators cannot express.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+
+from annotator.errors import ApplicationError
+from annotator.models import Campaign, CampaignDirection, Dataset, RankingRun, RunStatus, Scale
+
+MAX_HIT_SIZE = 100
+# Options a requester sets; everything else on Campaign is state kept by the services.
+OPTION_FIELDS = (
+    "name",
+    "direction",
+    "scale",
+    "rationale_followups",
+    "sample_count",
+    "sample_fraction",
+    "seed",
+    "pool_depth",
+    "gold_exclusion_depth",
+    "candidates_per_hit",
+    "gold_positives_per_hit",
+    "gold_negatives_per_hit",
+    "gold_reuse_limit",
+    "redundancy",
+    "reward_cents",
+    "platform_fee_percent",
+    "lease_minutes",
+    "max_hits_per_worker",
+    "qualification_items",
+    "qualification_pass_mark",
+    "qualification_cooldown_minutes",
+    "qualification_pool_size",
+    "gold_max_exposure",
+    "strict_gold",
+    "similarity_gold_threshold",
+    "gold_fail_action",
+    "auto_approve_hours",
+    "min_seconds_per_item",
+    "confidence_threshold",
+    "extra_assignment_cap",
+    "tolerated_gold_misses",
+    "label_model",
+    "machine_prior",
+    "adaptive_redundancy",
+    "settle_probability",
+    "settle_min_answers",
+    "max_answers_per_pair",
+)
+# Options that change what a build produces (a rebuild with the same values is a no-op).
+BUILD_FIELDS = (
+    "direction",
+    "sample_count",
+    "sample_fraction",
+    "seed",
+    "pool_depth",
+    "gold_exclusion_depth",
+    "candidates_per_hit",
+    "gold_positives_per_hit",
+    "gold_negatives_per_hit",
+    "gold_reuse_limit",
+    "redundancy",
+    "qualification_pool_size",
+)
+
+
+def validation_error(error: ValidationError) -> ApplicationError:
+    if hasattr(error, "message_dict"):
+        errors = [f"{field}: {message}" for field, messages in error.message_dict.items() for message in messages]
+    else:
+        errors = list(error.messages)
+    return ApplicationError("The campaign options are not valid: " + "; ".join(errors), extra={"errors": errors})
+
+
+def check_runs(*, dataset: Dataset, runs: list[RankingRun]) -> None:
+    if not runs:
+        raise ApplicationError("Choose at least one finished ranking run.")
+    for run in runs:
+        if run.dataset_id != dataset.pk:
+            raise ApplicationError(f"Ranking run {run.pk} ranks another dataset, not {dataset.name}.")
+        if run.status != RunStatus.SUCCEEDED:
+            raise ApplicationError(f"Ranking run {run.pk} is {run.status}; only succeeded runs can be pooled.")
+
+
+def check_options(*, campaign: Campaign, runs: list[RankingRun]) -> None:
+    """The rules between options that field validators cannot express."""
+    errors = []
+    if campaign.sample_count is not None and campaign.sample_fraction is not None:
+        errors.append("Give a sample count or a sample fraction, not both.")
+    if campaign.sample_count is not None and campaign.sample_count < 1:
+        errors.append("The sample count must be at least 1.")
+    if campaign.pool_depth < 1:
+        errors.append("The pooling depth must be at least 1.")
+    if campaign.gold_exclusion_depth < campaign.pool_depth:
+        errors.append("The gold-negative exclusion depth must be at least the pooling depth.")
+    if campaign.hit_size > MAX_HIT_SIZE:
+        errors.append(f"A HIT holds at most {MAX_HIT_SIZE} items.")
+    if campaign.gold_reuse_limit < 1:
+        errors.append("The gold reuse limit must be at least 1.")
+    if campaign.direction in (CampaignDirection.T2T, CampaignDirection.I2I) and campaign.scale != Scale.SIMILARITY:
+        errors.append("Caption-caption and image-image pairs are rated on the similarity (0-5) scale.")
+    if campaign.direction == CampaignDirection.I2I and campaign.gold_positives_per_hit:
+        errors.append("Image-image campaigns have no original pairs to use as gold positives; set them to 0.")
+    for run in runs:
+        if run.top_k < campaign.pool_depth:
+            errors.append(f"Run {run.pk} kept only its top {run.top_k}; the pooling depth can be at most that.")
+        if campaign.gold_negatives_per_hit and run.top_k < campaign.gold_exclusion_depth:
+            errors.append(
+                f"Run {run.pk} kept only its top {run.top_k}, so gold negatives cannot be checked against a top "
+                f"{campaign.gold_exclusion_depth}; lower the exclusion depth to {run.top_k}."
+            )
+    if errors:
+        raise ApplicationError("The campaign options are not valid: " + " ".join(errors), extra={"errors": errors})

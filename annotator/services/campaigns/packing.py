@@ -1,0 +1,120 @@
+"""The packing step of a build: each stage's new candidates into HITs of candidates plus gold, planned in
+memory (`ExtensionPlan`) before anything is written. The pure packing and the gold choice live in
+`annotator.analysis.packing`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from annotator.analysis.packing import CANDIDATE, GoldPicker, PackingError, pack_stage
+from annotator.analysis.pooling import DIRECTION_SPACES
+from annotator.errors import ApplicationError
+from annotator.models import Campaign
+from annotator.services.campaigns.gold import gold_query, key_function, originals, positives_by_query
+from annotator.services.campaigns.pooling import DatasetIndex, StagePool, stage_rng
+
+
+@dataclass
+class ExtensionPlan:
+    """What an extension writes: the new pairs in a stable order, every pooled (pair, run) source, the new
+    HITs, and a report per stage."""
+
+    pair_keys: list[int] = field(default_factory=list)
+    pair_meta: dict[int, tuple[str, int]] = field(default_factory=dict)  # key -> (direction, query)
+    sources: list[tuple] = field(default_factory=list)  # (key, run, direction, rank, score)
+    hits: list[tuple[str, list]] = field(default_factory=list)  # (direction, items)
+    report: list[dict] = field(default_factory=list)
+
+    def add_pair(self, key: int, *, direction: str, query: int, existing: dict[int, int]) -> None:
+        """Plan a new Pair for `key` unless the campaign or the plan has it already."""
+        if key not in existing and key not in self.pair_meta:
+            self.pair_keys.append(key)
+            self.pair_meta[key] = (direction, query)
+
+
+@dataclass
+class PackingState:
+    """What packing must know of the campaign, kept up to date stage by stage: its pairs (key -> id), the
+    keys asked as candidates so far, every candidate key (gold must not be one) and how often each gold key
+    is used."""
+
+    existing: dict[int, int]
+    packed_candidates: set[int]
+    candidate_keys: set[int]
+    gold_uses: dict[int, int]
+    # Keys set aside for the qualification test: never HIT gold (annotator.services.campaigns.qualification_pool).
+    withheld: frozenset[int] = frozenset()
+
+
+def pack_stage_into(
+    plan: ExtensionPlan,
+    *,
+    campaign: Campaign,
+    stage_no: int,
+    pooled: StagePool,
+    state: PackingState,
+    index: DatasetIndex,
+    salt: int,
+) -> None:
+    """Plan the sources, new pairs and HITs of one stage. Pairs already asked as candidates are not asked
+    again (a pair that was only gold so far is asked now); the seed, the stage and `salt` fix the order."""
+    direction, pool, excluded = pooled.stage["direction"], pooled.pool, pooled.excluded
+    queries = np.asarray(pooled.stage["queries"], dtype=np.int64)
+    rng = stage_rng(campaign, 2, stage_no, salt)
+    for i in range(len(pool.source_pair)):
+        plan.sources.append(
+            (
+                int(pool.keys[pool.source_pair[i]]),
+                int(pool.source_run[i]),
+                direction,
+                int(pool.source_rank[i]),
+                float(pool.source_score[i]),
+            )
+        )
+    fresh = np.array([k not in state.packed_candidates for k in pool.keys.tolist()], dtype=bool)
+    fresh_keys, fresh_query = pool.keys[fresh], pool.query[fresh]
+    for key, query in zip(fresh_keys.tolist(), fresh_query.tolist(), strict=True):
+        plan.add_pair(key, direction=direction, query=query, existing=state.existing)
+    if len(fresh_keys) == 0:
+        plan.report.append({"direction": direction, "proposals": pool.proposals, "new_pairs": 0, "hits": 0})
+        return
+    original_keys = originals(direction=direction, index=index)
+    picker = GoldPicker(
+        rng=rng,
+        reuse_limit=campaign.gold_reuse_limit,
+        make_key=key_function(direction),
+        positives_by_query=positives_by_query(direction=direction, queries=queries, index=index, rng=rng),
+        all_positives=original_keys,
+        candidate_keys=state.candidate_keys,
+        negative_targets=index.ids(DIRECTION_SPACES[direction][1]),
+        excluded_keys=excluded,
+        original_keys=set(original_keys.tolist()),
+        uses=state.gold_uses,
+        withheld_keys=state.withheld,
+    )
+    filler = np.array(sorted(state.packed_candidates), dtype=np.int64)
+    try:
+        hits = pack_stage(
+            pool_keys=fresh_keys,
+            pool_query=fresh_query,
+            per_hit=campaign.candidates_per_hit,
+            n_positive=campaign.gold_positives_per_hit,
+            n_negative=campaign.gold_negatives_per_hit,
+            picker=picker,
+            filler_keys=filler,
+            rng=rng,
+        )
+    except PackingError as error:
+        raise ApplicationError(str(error)) from error
+    state.gold_uses = picker.uses
+    state.packed_candidates.update(fresh_keys.tolist())
+    for items in hits:
+        for key, role, _query in items:
+            if role != CANDIDATE:
+                plan.add_pair(key, direction=direction, query=gold_query(direction, key), existing=state.existing)
+        plan.hits.append((direction, items))
+    plan.report.append(
+        {"direction": direction, "proposals": pool.proposals, "new_pairs": int(len(fresh_keys)), "hits": len(hits)}
+    )

@@ -1,0 +1,122 @@
+"""The pooling step of a build: the dataset's ids as arrays, the runs' candidate rows, the seeded random
+streams, and each stage's pool. The pure pooling (sampling, top-k pools, exclusion keys) lives in
+`annotator.analysis.pooling`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import connection
+
+from annotator.analysis.pooling import DIRECTION_SPACES, CandidateRows, Pool, exclusion_keys, pool_candidates
+from annotator.errors import ApplicationError
+from annotator.models import Campaign, Candidate, Caption, Image
+
+
+class DatasetIndex:
+    """The dataset's ids as arrays: images, captions and each caption's own image."""
+
+    def __init__(self, dataset_id: int):
+        self.image_ids = np.array(
+            sorted(Image.objects.filter(dataset_id=dataset_id).values_list("pk", flat=True)), dtype=np.int64
+        )
+        rows = list(Caption.objects.filter(dataset_id=dataset_id).order_by("pk").values_list("pk", "image_id"))
+        self.caption_ids = np.array([r[0] for r in rows], dtype=np.int64)
+        self.caption_image = np.array([r[1] for r in rows], dtype=np.int64)
+        self.captions_of_image: dict[int, list[int]] = defaultdict(list)
+        for caption_id, image_id in rows:
+            self.captions_of_image[image_id].append(caption_id)
+
+    def ids(self, space: str) -> np.ndarray:
+        return self.image_ids if space == "image" else self.caption_ids
+
+    def image_of(self, caption_ids: np.ndarray) -> np.ndarray:
+        caption_ids = np.asarray(caption_ids, dtype=np.int64)
+        index = np.searchsorted(self.caption_ids, caption_ids)
+        index = np.clip(index, 0, max(len(self.caption_ids) - 1, 0))
+        found = self.caption_ids[index] == caption_ids if len(self.caption_ids) else np.zeros(len(caption_ids), bool)
+        return np.where(found, self.caption_image[index] if len(self.caption_ids) else -1, -1)
+
+
+def load_query_universe(*, run_ids: list[int], direction: str) -> np.ndarray:
+    ids = Candidate.objects.filter(run_id__in=run_ids, direction=direction).values_list("query_id", flat=True)
+    return np.unique(np.fromiter(ids.distinct(), dtype=np.int64))
+
+
+def load_rows(*, run_ids: list[int], direction: str, max_rank: int, queries: np.ndarray | None) -> CandidateRows:
+    """Candidate rows of `direction` with rank <= max_rank, for `queries` (None: every query).
+
+    Read with a plain cursor (the rows go straight into numpy), in chunks of queries.
+    """
+    base = Candidate.objects.filter(run_id__in=run_ids, direction=direction, rank__lte=max_rank).order_by()
+    fields = ("run_id", "query_id", "target_id", "rank", "score")
+    querysets = [base]
+    if queries is not None:
+        query_list = [int(q) for q in queries]
+        querysets = [base.filter(query_id__in=query_list[i : i + 900]) for i in range(0, len(query_list), 900)]
+    rows = []
+    with connection.cursor() as cursor:
+        for queryset in querysets:
+            sql, params = queryset.values_list(*fields).query.sql_with_params()
+            cursor.execute(sql, params)
+            rows.extend(cursor.fetchall())
+    return CandidateRows.from_rows(rows)
+
+
+def check_ids(*, rows: CandidateRows, direction: str, index: DatasetIndex) -> None:
+    query_space, target_space = DIRECTION_SPACES[direction]
+    for values, space in ((rows.query, query_space), (rows.target, target_space)):
+        if len(values) and values.max() >= 2**32:  # pair keys pack two ids into 64 bits
+            raise ApplicationError(f"{space.capitalize()} ids beyond 2**32 are not supported by campaign building.")
+        if len(values) and not np.isin(values, index.ids(space)).all():
+            raise ApplicationError(
+                f"A ranking run has {direction} candidates whose {space} ids are not in this dataset; rerun it."
+            )
+
+
+def stage_rng(campaign: Campaign, *parts: int) -> np.random.Generator:
+    return np.random.default_rng([int(campaign.seed) & 0xFFFFFFFF, *parts])
+
+
+@dataclass
+class StagePool:
+    """One stage's pooled candidates and the pair keys no gold negative may take (any run's top exclusion
+    depth)."""
+
+    stage: dict
+    pool: Pool
+    excluded: np.ndarray
+
+
+def pool_stages(
+    *,
+    campaign: Campaign,
+    stages: list[dict],
+    pool_run_ids: list[int],
+    all_run_ids: list[int],
+    index: DatasetIndex,
+    timings: dict[str, float],
+) -> list[StagePool]:
+    """Pool the top `pool_depth` of `pool_run_ids` for each stage's queries; every run's rows (`all_run_ids`)
+    decide which pairs gold negatives must avoid. Adds the seconds spent to `timings`."""
+    max_rank = max(campaign.pool_depth, campaign.gold_exclusion_depth if campaign.gold_negatives_per_hit else 0)
+    pooled = []
+    for stage in stages:
+        direction, queries = stage["direction"], np.asarray(stage["queries"], dtype=np.int64)
+        clock = time.perf_counter()
+        rows = load_rows(run_ids=all_run_ids, direction=direction, max_rank=max_rank, queries=queries)
+        timings["read_candidates"] += time.perf_counter() - clock
+        clock = time.perf_counter()
+        check_ids(rows=rows, direction=direction, index=index)
+        pool_rows = rows.select(np.isin(rows.run, np.asarray(pool_run_ids, dtype=np.int64)))
+        pool = pool_candidates(pool_rows, direction=direction, query_order=queries, depth=campaign.pool_depth)
+        excluded = np.empty(0, dtype=np.int64)
+        if campaign.gold_negatives_per_hit:
+            excluded = exclusion_keys(rows, direction=direction, depth=campaign.gold_exclusion_depth)
+        pooled.append(StagePool(stage=stage, pool=pool, excluded=excluded))
+        timings["pool"] += time.perf_counter() - clock
+    return pooled

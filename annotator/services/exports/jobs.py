@@ -1,0 +1,138 @@
+"""Export jobs: recorded by a request, written to storage by a Celery task.
+
+The file goes to a temporary file first and then to the default storage (local disk or S3), which uploads
+from the file without reading it into memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from datetime import timedelta
+
+from django.core.files import File
+from django.db import transaction
+from django.utils import timezone
+
+from annotator.errors import ApplicationError
+from annotator.models import EXPORT_TRANSITIONS, Campaign, ExportFormat, ExportJob, ExportStatus, ExportVariant, Scale
+from annotator.models.state import check_transition
+from annotator.queue import enqueue_on_commit
+from annotator.selectors.research import label_method_resolve
+from annotator.services.exports.write import labels_write
+from annotator.services.webhooks.delivery import webhook_emit
+
+logger = logging.getLogger(__name__)
+
+EXPORT_TASK = "workers.tasks.exports.export_run"
+# An export of a million labels takes about a minute (docs/research.md); one running this long lost its worker.
+EXPORT_STALE_AFTER = timedelta(minutes=30)
+FILE_SUFFIX = {
+    ExportFormat.ECCV_JSON: "json",
+    ExportFormat.ECCV_SPLIT: "zip",
+    ExportFormat.JSONL: "jsonl",
+    ExportFormat.CXC_CSV: "csv",
+}
+
+
+def _check_options(*, campaign: Campaign, format: str, variant: str) -> None:
+    if format not in ExportFormat.values:
+        raise ApplicationError(f"Unknown export format {format!r}.", extra={"allowed": list(ExportFormat.values)})
+    if variant not in ExportVariant.values:
+        raise ApplicationError(f"Unknown variant {variant!r}.", extra={"allowed": list(ExportVariant.values)})
+    if format == ExportFormat.CXC_CSV and campaign.scale != Scale.SIMILARITY:
+        raise ApplicationError("The Crisscrossed CSV is for similarity (0-5) campaigns; this one uses four choices.")
+
+
+def export_create(
+    *,
+    campaign: Campaign,
+    user,
+    format: str,
+    variant: str = ExportVariant.LENIENT,
+    method: str | None = None,
+    merge_original: bool = False,
+) -> ExportJob:
+    """Record an export job and enqueue its task after commit. The caller checked that `user` may read the campaign.
+
+    Not idempotent by design: each call is a new file (labels change as answers are approved).
+    """
+    _check_options(campaign=campaign, format=format, variant=variant)
+    method = label_method_resolve(campaign=campaign, method=method)
+    with transaction.atomic():
+        job = ExportJob(
+            campaign=campaign,
+            created_by=user,
+            format=format,
+            variant=variant,
+            method=method,
+            merge_original=merge_original,
+        )
+        job.full_clean()
+        job.save()
+        enqueue_on_commit(EXPORT_TASK, job.pk)
+    return job
+
+
+def export_run(*, export_id: int) -> ExportJob:
+    """Write the export's file to storage. Idempotent: a succeeded job is returned untouched.
+
+    Takes SELECT ... FOR UPDATE on the ExportJob row only to move its status; the (long) write happens
+    outside that lock. A job running for less than EXPORT_STALE_AFTER is left to the task writing it (a
+    duplicate the sweep queued does nothing); one left running longer lost its worker, and a redelivered or
+    re-queued task starts the file again from scratch.
+    """
+    with transaction.atomic():
+        job = ExportJob.objects.select_for_update().get(pk=export_id)
+        if job.status in (ExportStatus.SUCCEEDED, ExportStatus.FAILED):
+            return job  # done, or failed for a reason a new export has to address
+        if (
+            job.status == ExportStatus.RUNNING
+            and job.started_at
+            and job.started_at > timezone.now() - EXPORT_STALE_AFTER
+        ):
+            return job  # another task is writing it
+        check_transition(transitions=EXPORT_TRANSITIONS, current=job.status, target=ExportStatus.RUNNING, what="export")
+        job.status = ExportStatus.RUNNING
+        job.started_at = timezone.now()
+        job.error = ""
+        job.save(update_fields=["status", "started_at", "error"])
+    try:
+        with tempfile.TemporaryFile() as spool:
+            rows = labels_write(
+                out=spool,
+                campaign_id=job.campaign_id,
+                format=job.format,
+                method=job.method,
+                variant=job.variant,
+                merge_original=job.merge_original,
+            )
+            size = spool.tell()
+            spool.seek(0)
+            suffix = FILE_SUFFIX[job.format]
+            name = f"exports/campaign-{job.campaign_id}/export-{job.pk}-{job.format}-{job.variant}.{suffix}"
+            job.file.save(name, File(spool), save=False)
+    except Exception as error:  # recorded on the job for the person, logged for the operator
+        logger.exception("Export %s failed", job.pk)
+        job.status = ExportStatus.FAILED
+        job.error = f"The export failed: {error}"[:2000]
+        job.finished_at = timezone.now()
+        job.save(update_fields=["status", "error", "finished_at"])
+        return job
+    job.status = ExportStatus.SUCCEEDED
+    job.rows = rows
+    job.size_bytes = size
+    job.finished_at = timezone.now()
+    job.save(update_fields=["status", "rows", "size_bytes", "file", "finished_at"])
+    webhook_emit(
+        owner=Campaign.objects.get(pk=job.campaign_id).owner,
+        event="export.ready",
+        data={"export": job.pk, "campaign": job.campaign_id, "format": job.format, "rows": rows},
+    )
+    return job
+
+
+def export_file_name(job: ExportJob) -> str:
+    """The name a download is saved under."""
+    return os.path.basename(job.file.name) if job.file else f"export-{job.pk}.{FILE_SUFFIX[job.format]}"

@@ -1,0 +1,313 @@
+"""Leases on HITs: claim, return, expire; the one assignment state machine. Every transition is kept in AssignmentEvent.
+
+Concurrency model (Postgres): a claim locks the worker row (one claim per worker at a time, so two tabs
+get one lease) and then one open Hit row with SELECT ... FOR UPDATE SKIP LOCKED; whoever inserts an
+assignment for a HIT holds that HIT's row lock, so a fresh count taken after the lock is exact.
+Answers and the submitted state are written under a row lock on the assignment. On SQLite (the embedded
+default) there is no SKIP LOCKED; its single writer serialises the same code.
+"""
+
+from __future__ import annotations
+
+from django.db import connection, transaction
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from annotator.errors import ApplicationError
+from annotator.models import (
+    ACTIVE_ASSIGNMENT_STATUSES,
+    ASSIGNMENT_TRANSITIONS,
+    Assignment,
+    AssignmentEvent,
+    AssignmentStatus,
+    Campaign,
+    CampaignStatus,
+    Hit,
+    HitItem,
+    HitStatus,
+    Worker,
+)
+from annotator.models.state import check_transition
+from annotator.selectors.work import worker_is_qualified
+from annotator.services.hits.hit_room import assignment_left_active, hit_room_freed, hit_room_recount
+
+# Statuses that use up one of the worker's max_hits_per_worker (a returned or expired lease does not).
+COUNTED_STATUSES = [
+    AssignmentStatus.RESERVED,
+    AssignmentStatus.SUBMITTED,
+    AssignmentStatus.APPROVED,
+    AssignmentStatus.REJECTED,
+]
+
+
+def assignment_transition(*, assignment: Assignment, target: str, actor=None, reason: str = "", now=None) -> Assignment:
+    """Move an assignment to `target` (checked against ASSIGNMENT_TRANSITIONS) and record the event.
+
+    The one place an assignment's status changes: leases here, decisions in services/quality/decisions.py. A decision
+    (approved, rejected) stamps decided_at and cancels a pending auto-approval; an assignment that stops
+    counting against its HIT's redundancy offers the slot to claims again (Hit.has_room).
+    The caller holds the assignment's row lock inside a transaction.
+    """
+    check_transition(transitions=ASSIGNMENT_TRANSITIONS, current=assignment.status, target=target, what="assignment")
+    previous = assignment.status
+    assignment.status = target
+    fields = ["status"]
+    if target == AssignmentStatus.SUBMITTED:
+        assignment.submitted_at = now or timezone.now()
+        fields.append("submitted_at")
+    if target in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED):
+        assignment.decided_at = now or timezone.now()
+        assignment.auto_approve_at = None
+        fields += ["decided_at", "auto_approve_at"]
+    assignment.save(update_fields=fields)
+    AssignmentEvent.objects.create(
+        assignment=assignment, from_status=previous, to_status=target, actor=actor, reason=reason[:1000]
+    )
+    if assignment_left_active(previous, target):
+        hit_room_freed(hit_id=assignment.hit_id)
+    return assignment
+
+
+def _lock_hits(queryset):
+    if connection.features.has_select_for_update_skip_locked:
+        return queryset.select_for_update(skip_locked=True, of=("self",))
+    return queryset
+
+
+def _can_lock() -> bool:
+    return connection.features.has_select_for_update and connection.features.has_select_for_update_of
+
+
+def _check_worker_may_claim(*, campaign: Campaign, worker: Worker) -> None:
+    if campaign.status != CampaignStatus.LIVE:
+        raise ApplicationError("This campaign is not taking work right now.", status=409)
+    if worker.blocked:
+        raise ApplicationError("Your account may not take new HITs.", status=403)
+    if worker.soft_blocked:
+        raise ApplicationError(
+            "Your account is paused from taking new HITs while your recent work is reviewed.", status=403
+        )
+    if not worker_is_qualified(campaign=campaign, worker=worker):
+        raise ApplicationError(
+            "Pass this campaign's qualification test first.", extra={"reason": "qualification"}, status=403
+        )
+
+
+def _lease_expiry(campaign: Campaign, now):
+    return now + timezone.timedelta(minutes=campaign.lease_minutes)
+
+
+def _reserve(*, hit: Hit, worker: Worker, now, external_assignment_id=None, reason="claimed") -> Assignment:
+    assignment = Assignment.objects.create(
+        hit=hit,
+        worker=worker,
+        status=AssignmentStatus.RESERVED,
+        expires_at=_lease_expiry(hit.campaign, now),
+        external_assignment_id=external_assignment_id,
+    )
+    AssignmentEvent.objects.create(
+        assignment=assignment, from_status="", to_status=AssignmentStatus.RESERVED, reason=reason
+    )
+    return assignment
+
+
+def _expire_own_stale_leases(*, worker: Worker, campaign: Campaign, now) -> Assignment | None:
+    """Expire the worker's lapsed leases in the campaign and return the oldest one still running, if any.
+
+    One locked read of the worker's reserved assignments in the campaign (usually none) does both.
+    """
+    reserved = (
+        Assignment.objects.select_for_update()
+        .filter(worker=worker, hit__campaign=campaign, status=AssignmentStatus.RESERVED)
+        .order_by("reserved_at", "id")
+    )
+    held = None
+    for assignment in reserved:
+        if assignment.expires_at <= now:
+            assignment_transition(assignment=assignment, target=AssignmentStatus.EXPIRED, reason="lease expired")
+        elif held is None:
+            held = assignment
+    return held
+
+
+def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignment:
+    """Hand `worker` the next HIT of a live campaign: a reserved Assignment expiring after lease_minutes.
+
+    Locks: SELECT ... FOR UPDATE on the Worker row (serialises one worker's claims), then SELECT ... FOR
+    UPDATE SKIP LOCKED on one open Hit at a time (concurrent claimers take different HITs); the HIT's active
+    assignments (reserved, submitted, approved) are recounted under its lock, so a HIT never has more than
+    `assignments_required`. When every HIT with room is locked by other claimers at that instant, it waits
+    for one (plain FOR UPDATE) rather than answer "none left" while a slot may be free. HITs go in stage,
+    then index order, so HITs fill up (and can be aggregated) one after another.
+    Never the same HIT twice to one worker (also a unique constraint), and never a HIT holding a pair the
+    worker was shown in another HIT (a repeated pair would mark itself as gold).
+    Idempotent: a worker who already holds an unexpired reserved lease in the campaign gets it back.
+    Refuses (4xx ApplicationError) a campaign that is not live, blocked or soft-blocked workers, workers
+    without a passed qualification, a worker at max_hits_per_worker, and "no HIT left" (404).
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        worker = Worker.objects.select_for_update().get(pk=worker.pk)
+        campaign = Campaign.objects.get(pk=campaign.pk)
+        held = _expire_own_stale_leases(worker=worker, campaign=campaign, now=now)
+        if held is not None:
+            return held
+        _check_worker_may_claim(campaign=campaign, worker=worker)
+        if campaign.max_hits_per_worker is not None:
+            taken = Assignment.objects.filter(
+                worker=worker, hit__campaign=campaign, status__in=COUNTED_STATUSES
+            ).count()
+            if taken >= campaign.max_hits_per_worker:
+                raise ApplicationError(
+                    f"You have done the most HITs one person may do in this campaign ({campaign.max_hits_per_worker}).",
+                    status=409,
+                )
+        already_mine = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker)
+        candidates = (
+            Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN, has_room=True)
+            .exclude(Exists(already_mine))
+            .exclude(Exists(_repeats_for(worker=worker, campaign=campaign)))
+            .order_by("stage", "index")
+        )
+        full: list[int] = []
+        # Each round locks one HIT; a HIT found full after its lock is skipped. Bounded: every round excludes
+        # one more HIT, and a full HIT is normally filtered before the lock by the stale-snapshot count.
+        active = Assignment.objects.filter(hit=OuterRef("pk"), status__in=ACTIVE_ASSIGNMENT_STATUSES)
+        for _ in range(50):
+            with_room = (
+                candidates.exclude(pk__in=full)
+                .alias(active_n=_active_count_expression(active))
+                .filter(active_n__lt=F("assignments_required"))
+            )
+            hit = _lock_hits(with_room).first()
+            if hit is None:
+                # Every HIT with room may be locked by other claimers right now: wait for one instead of
+                # answering "none left" while a slot may still be free (checked again under the lock).
+                hit = with_room.select_for_update(of=("self",)).first() if _can_lock() else None
+            if hit is None:
+                break
+            if hit_room_recount(hit=hit, adding=1) >= hit.assignments_required:
+                full.append(hit.pk)
+                continue
+            hit.campaign = campaign
+            return _reserve(hit=hit, worker=worker, now=now)
+        raise ApplicationError("There is no HIT left for you in this campaign right now.", status=404)
+
+
+def _repeats_for(*, worker: Worker, campaign: Campaign):
+    """Items of the outer HIT whose pair this worker was shown before, in any HIT of the campaign.
+
+    A gold pair sits in up to gold_reuse_limit HITs and a candidate in one, so a pair met twice would mark
+    itself as gold: a worker is never handed a HIT holding a pair they have seen.
+    """
+    seen = HitItem.objects.filter(hit__campaign=campaign, hit__assignments__worker=worker).values("pair_id")
+    return HitItem.objects.filter(hit=OuterRef("pk"), pair_id__in=seen)
+
+
+def assignment_pairs_seen(*, hit: Hit, worker: Worker) -> bool:
+    """Whether `hit` holds a pair `worker` was shown in another HIT of its campaign."""
+    seen = HitItem.objects.filter(hit__campaign_id=hit.campaign_id, hit__assignments__worker=worker).exclude(hit=hit)
+    return HitItem.objects.filter(hit=hit, pair_id__in=seen.values("pair_id")).exists()
+
+
+def _active_count_expression(active_subquery):
+    """The HIT's active assignments as a correlated COUNT (no GROUP BY, so FOR UPDATE is allowed)."""
+    counted = active_subquery.order_by().values("hit_id").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def assignment_claim_external(*, hit: Hit, worker: Worker, external_assignment_id: str, now=None) -> Assignment:
+    """The lease for an MTurk assignment on a given HIT (MTurk already chose the HIT and the worker).
+
+    Locks the Hit row (FOR UPDATE). Idempotent on external_assignment_id: the same MTurk assignment gets
+    the same Assignment back; a worker's existing lease on that HIT is returned too.
+    """
+    now = now or timezone.now()
+    external_assignment_id = (external_assignment_id or "").strip()
+    if not external_assignment_id or len(external_assignment_id) > 64:
+        raise ApplicationError("The assignment id is missing or malformed.")
+    with transaction.atomic():
+        hit = Hit.objects.select_for_update().select_related("campaign").get(pk=hit.pk)
+        existing = Assignment.objects.filter(external_assignment_id=external_assignment_id).first()
+        if existing is not None:
+            if existing.worker_id != worker.pk or existing.hit_id != hit.pk:
+                raise ApplicationError("This assignment belongs to someone else.", status=403)
+            return existing
+        mine = Assignment.objects.filter(hit=hit, worker=worker).first()
+        if mine is not None:
+            if mine.status == AssignmentStatus.RESERVED and mine.expires_at > now:
+                return mine
+            raise ApplicationError("You have already worked on this HIT.", status=409)
+        _check_worker_may_claim(campaign=hit.campaign, worker=worker)
+        if assignment_pairs_seen(hit=hit, worker=worker):
+            # MTurk chose the HIT; a pair seen twice would give its gold away. The worker returns it there.
+            raise ApplicationError(
+                "You have already worked on items of this HIT; please return it on Mechanical Turk.", status=409
+            )
+        if hit_room_recount(hit=hit, adding=1) >= hit.assignments_required:
+            raise ApplicationError("This HIT has all the answers it needs.", status=409)
+        return _reserve(
+            hit=hit, worker=worker, now=now, external_assignment_id=external_assignment_id, reason="accepted on MTurk"
+        )
+
+
+def lock_own_assignment(*, assignment: Assignment, worker: Worker) -> Assignment:
+    queryset = Assignment.objects.filter(pk=assignment.pk)
+    if connection.features.has_select_for_update_of:
+        # Lock only the assignment row; the HIT and campaign come along in the same query.
+        queryset = queryset.select_related("hit__campaign").select_for_update(of=("self",))
+    elif connection.features.has_select_for_update:
+        queryset = queryset.select_for_update()  # no OF: a join would lock the HIT and the campaign too
+    else:
+        queryset = queryset.select_related("hit__campaign")  # SQLite: its single writer serialises
+    locked = queryset.first()
+    if locked is None or locked.worker_id != worker.pk:
+        raise ApplicationError("No such assignment.", status=404)
+    return locked
+
+
+def check_open_lease(assignment: Assignment, now) -> None:
+    if assignment.status != AssignmentStatus.RESERVED:
+        raise ApplicationError(
+            f"This HIT is {assignment.get_status_display().lower()}; it can no longer change.", status=409
+        )
+    if assignment.expires_at <= now:
+        raise ApplicationError("Your lease on this HIT has expired.", status=409)
+
+
+def assignment_return(*, assignment: Assignment, worker: Worker) -> Assignment:
+    """The worker gives the HIT back: reserved -> returned (kept, with its answers); the HIT is re-offered.
+
+    Takes SELECT ... FOR UPDATE on the assignment. Idempotent: returning a returned assignment is a no-op.
+    """
+    with transaction.atomic():
+        locked = lock_own_assignment(assignment=assignment, worker=worker)
+        if locked.status == AssignmentStatus.RETURNED:
+            return locked
+        return assignment_transition(assignment=locked, target=AssignmentStatus.RETURNED, reason="returned by worker")
+
+
+def assignments_expire(*, now=None, batch_size: int = 500) -> int:
+    """Mark reserved leases past their expiry as `expired` (kept, never deleted); returns how many.
+
+    Locks each batch with SELECT ... FOR UPDATE SKIP LOCKED, so it runs beside claims, saves and submits
+    (a lease being submitted right now is skipped and either submitted or expired next time). Idempotent.
+    """
+    now = now or timezone.now()
+    expired = 0
+    while True:
+        with transaction.atomic():
+            # In HIT order: each expiry frees a slot under the HIT's row lock, and two batches that take
+            # those locks in the same order cannot deadlock.
+            queryset = Assignment.objects.filter(status=AssignmentStatus.RESERVED, expires_at__lte=now).order_by(
+                "hit_id", "id"
+            )
+            if connection.features.has_select_for_update_skip_locked:
+                queryset = queryset.select_for_update(skip_locked=True)
+            batch = list(queryset[:batch_size])
+            for assignment in batch:
+                assignment_transition(assignment=assignment, target=AssignmentStatus.EXPIRED, reason="lease expired")
+        expired += len(batch)
+        if len(batch) < batch_size:
+            return expired

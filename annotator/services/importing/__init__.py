@@ -1,0 +1,1 @@
+"""Dataset imports: validate images and captions, store them, and the upload task protocol."""

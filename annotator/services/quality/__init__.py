@@ -1,0 +1,1 @@
+"""Quality control: gold scoring, peer checks, decisions on submitted work, worker trust."""

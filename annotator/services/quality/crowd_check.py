@@ -1,0 +1,102 @@
+"""The last check before an assignment is paid: does the crowd's posterior say this worker is careless?
+
+Comparing a worker with one or two other workers is fragile: two careful workers right nine times in ten
+agree on only about eight items in ten, so with one peer a careful worker falls below a fixed agreement
+bar by chance, and whoever is checked first is the one flagged. The posterior (annotator.selectors.posterior) weighs
+every answer by what the model learned about its worker, uses the gold items and the machine prior, and
+takes the checked worker's own answers out of the comparison. The flag rule, per worker and campaign:
+
+- `disagrees_with_peers` when P(the worker's accuracy < QUALITY_POSTERIOR_FLAG_BELOW) is at least
+  QUALITY_POSTERIOR_FLAG_LEVEL, judged on at least QUALITY_PEER_MIN_ITEMS of informative comparisons
+  (each pair counts |2 q - 1|, so a pair the others are unsure of counts little) over all the worker's
+  candidate answers in the campaign; or on the assignment's own answers with QUALITY_POSTERIOR_HIT_LEVEL
+  (a worker careful on one HIT and careless on the next);
+- a tolerated gold miss is excused when that probability is below QUALITY_POSTERIOR_EXCUSE_BELOW (or the
+  worker's gold record is trusted); otherwise `gold_failed`.
+
+Reads only; the caller (assignments_auto_approve_due) holds the assignment's row lock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from annotator.analysis.posterior import PosteriorFit, WorkerEvidence
+from annotator.analysis.trust import is_trusted
+from annotator.models import FLAG_GOLD_FAILED, FLAG_PEER_DISAGREEMENT, Campaign, HitItem, ItemRole
+from annotator.selectors.posterior import campaign_posterior
+from annotator.services.quality.trust import trust_policy, worker_trust
+
+
+def _setting(name: str, default: float) -> float:
+    return getattr(settings, name, default)
+
+
+@dataclass
+class CrowdCheck:
+    """One fitted working posterior per campaign, reused for every assignment due in one pass."""
+
+    fits: dict[int, tuple[PosteriorFit, set[int]]] = field(default_factory=dict)
+
+    def fit_for(self, campaign: Campaign) -> tuple[PosteriorFit, set[int]]:
+        if campaign.pk not in self.fits:
+            candidates = set(
+                HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list(
+                    "pair_id", flat=True
+                )
+            )
+            self.fits[campaign.pk] = (campaign_posterior(campaign=campaign, approved_only=False), candidates)
+        return self.fits[campaign.pk]
+
+    def evidence(self, assignment) -> tuple[WorkerEvidence, WorkerEvidence]:
+        from annotator.analysis.posterior import worker_evidence
+
+        fit, candidates = self.fit_for(assignment.hit.campaign)
+        below = _setting("QUALITY_POSTERIOR_FLAG_BELOW", 0.7)
+        own_pairs = set(
+            HitItem.objects.filter(hit_id=assignment.hit_id, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
+        )
+        this = worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=own_pairs, below=below)
+        overall = worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=candidates, below=below)
+        return this, overall
+
+    def collecting(self, assignment) -> bool:
+        """Whether more answers will still come for the assignment's pairs: one of them is unsettled with
+        fewer than max_answers_per_pair answers (adaptive redundancy will ask again)."""
+        campaign = assignment.hit.campaign
+        fit, _ = self.fit_for(campaign)
+        row_of = fit.row_of()
+        machine = 1 if campaign.machine_prior and campaign.runs.exists() else 0
+        pairs = HitItem.objects.filter(hit_id=assignment.hit_id, role=ItemRole.CANDIDATE).values_list(
+            "pair_id", flat=True
+        )
+        for pair_id in pairs:
+            row = row_of.get(pair_id)
+            answers = int(fit.answers[row]) if row is not None else 0
+            p = float(fit.probability[row]) if row is not None else 0.5
+            settled = max(p, 1 - p) >= campaign.settle_probability and answers + machine >= campaign.settle_min_answers
+            if not settled and answers < campaign.max_answers_per_pair:
+                return True
+        return False
+
+
+def assignment_crowd_flags(*, assignment, check: CrowdCheck) -> tuple[list[str], bool]:
+    """The flags the crowd's posterior gives a due assignment, and whether there was enough evidence to
+    judge it (when not, the caller may wait for more answers)."""
+    min_items = _setting("QUALITY_PEER_MIN_ITEMS", 8)
+    this, overall = check.evidence(assignment)
+    enough = overall.compared >= min_items
+    flags = []
+    careless = (enough and overall.p_below >= _setting("QUALITY_POSTERIOR_FLAG_LEVEL", 0.7)) or (
+        this.compared >= min_items and this.p_below >= _setting("QUALITY_POSTERIOR_HIT_LEVEL", 0.95)
+    )
+    if careless:
+        flags.append(FLAG_PEER_DISAGREEMENT)
+    missed = (assignment.gold_total or 0) - (assignment.gold_correct or 0)
+    if missed > 0:
+        vouched = enough and not careless and overall.p_below < _setting("QUALITY_POSTERIOR_EXCUSE_BELOW", 0.7)
+        if not vouched and not is_trusted(worker_trust(worker=assignment.worker), trust_policy()):
+            flags.append(FLAG_GOLD_FAILED)
+    return flags, enough

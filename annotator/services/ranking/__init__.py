@@ -1,0 +1,1 @@
+"""Machine annotators and their ranking runs (the work itself is workers/ranking/)."""

@@ -1,0 +1,107 @@
+"""Ranking runs: start, cancel and retry.
+
+No torch here: the web process only records what to do and enqueues `workers.tasks.ranking.ranking_run_task`
+on the `gpu` queue; `workers/ranking/pipeline.py` does the work and moves the run through its states.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from annotator.errors import ApplicationError
+from annotator.models import RUN_TRANSITIONS, Dataset, DatasetStatus, MachineAnnotator, RankingRun, RunStatus
+from annotator.models.state import check_transition
+from annotator.queue import enqueue_on_commit
+from annotator.services.ranking.annotators import RANKABLE_KINDS
+
+RANKING_TASK = "workers.tasks.ranking.ranking_run_task"
+MAX_TOP_K = 1000
+ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+def ranking_run_start(*, dataset: Dataset, annotator: MachineAnnotator, top_k: int = 25, created_by=None) -> RankingRun:
+    """Create a RankingRun of `annotator` over `dataset` and enqueue it on the `gpu` queue after commit.
+
+    Locks the annotator row (SELECT ... FOR UPDATE) so two concurrent starts serialise; while a run of the
+    same annotator, dataset and top_k is queued or running, that run is returned instead of a second one
+    (so a double click starts one run). A finished run is never changed: starting again creates a new run.
+    Returns the run as it is after the commit (already finished when Celery runs eagerly).
+    """
+    try:
+        top_k = int(top_k)
+    except (TypeError, ValueError):
+        raise ApplicationError("top_k must be a whole number.") from None
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise ApplicationError(f"top_k must be between 1 and {MAX_TOP_K}.")
+    if annotator.kind not in RANKABLE_KINDS:
+        raise ApplicationError(
+            f"Annotator {annotator.name} ({annotator.kind}) cannot rank; it is an imported label set."
+        )
+    if dataset.status != DatasetStatus.READY:
+        raise ApplicationError(
+            f"Dataset {dataset.name} is {dataset.status}; rank it once its import is ready.", status=409
+        )
+    if not dataset.images.exists() or not dataset.captions.exists():
+        raise ApplicationError(f"Dataset {dataset.name} has no images or no captions to rank.")
+    with transaction.atomic():
+        MachineAnnotator.objects.select_for_update().get(pk=annotator.pk)
+        active = (
+            RankingRun.objects.filter(dataset=dataset, annotator=annotator, top_k=top_k, status__in=ACTIVE_RUN_STATUSES)
+            .order_by("created_at")
+            .first()
+        )
+        if active is not None:
+            return active
+        run = RankingRun.objects.create(
+            dataset=dataset,
+            annotator=annotator,
+            top_k=top_k,
+            created_by=created_by if getattr(created_by, "is_authenticated", False) else None,
+            status=RunStatus.QUEUED,
+        )
+        enqueue_on_commit(RANKING_TASK, run.pk)
+    run.refresh_from_db()  # with eager Celery (the embedded default) it has already run at commit
+    return run
+
+
+def ranking_run_cancel(*, run: RankingRun) -> RankingRun:
+    """Mark a queued or running run cancelled; the worker stops before its next chunk.
+
+    Locks the run row. Idempotent: cancelling a cancelled run returns it unchanged. Candidates of the chunks
+    already committed stay (a retry resumes from them); a finished or failed run cannot be cancelled (409).
+    """
+    with transaction.atomic():
+        locked = RankingRun.objects.select_for_update().get(pk=run.pk)
+        if locked.status == RunStatus.CANCELLED:
+            return locked
+        check_transition(
+            transitions=RUN_TRANSITIONS, current=locked.status, target=RunStatus.CANCELLED, what="ranking run"
+        )
+        locked.status = RunStatus.CANCELLED
+        locked.finished_at = timezone.now()
+        locked.save(update_fields=["status", "finished_at"])
+    return locked
+
+
+def ranking_run_retry(*, run: RankingRun) -> RankingRun:
+    """Queue a failed or cancelled run again; the worker resumes from the last committed chunk.
+
+    Locks the run row. Idempotent: retrying a queued run returns it without enqueuing twice. A succeeded
+    run cannot be retried (409); a running one neither (it is already working).
+    """
+    with transaction.atomic():
+        locked = RankingRun.objects.select_for_update().get(pk=run.pk)
+        if locked.status == RunStatus.QUEUED:
+            return locked
+        check_transition(
+            transitions=RUN_TRANSITIONS, current=locked.status, target=RunStatus.QUEUED, what="ranking run"
+        )
+        if locked.status == RunStatus.RUNNING:
+            raise ApplicationError("This run is running; cancel it first.", status=409)
+        locked.status = RunStatus.QUEUED
+        locked.error = ""
+        locked.finished_at = None
+        locked.save(update_fields=["status", "error", "finished_at"])
+        enqueue_on_commit(RANKING_TASK, locked.pk)
+    return locked

@@ -1,0 +1,1 @@
+"""Research on verified labels: evaluating a model's rankings with ECCV Caption's metrics."""

@@ -1,0 +1,87 @@
+"""Score a retrieval model's rankings against a campaign's verified labels (ECCV Caption's metrics).
+
+The label map of a campaign is its ECCV JSON export (see annotator.services.exports.eccv); the queries are its
+keys. Side by side, R@k against the dataset's original pairs for the same queries: the number a paper would
+have reported on the original benchmark. Captions whose removal the requester confirmed (post-processing,
+ECCV Caption App. C) are positives of neither: not in the label map (the export leaves them out), and not
+among the original pairs.
+"""
+
+from __future__ import annotations
+
+import json
+
+from annotator.analysis.metrics import RECALL_KS, evaluate, parse_direction_file
+from annotator.errors import ApplicationError
+from annotator.models import Campaign, Caption, CleanupProposal, CleanupStatus, ExportVariant
+from annotator.selectors.research import label_method_resolve
+from annotator.services.exports.eccv import eccv_label_map
+
+MAX_RANKINGS_BYTES = 200 * 1024 * 1024
+
+
+def rankings_parse(
+    *, raw: bytes | str, what: str = "rankings file", directions: tuple[str, ...] = ("i2t", "t2i")
+) -> dict[str, dict[str, list[str]]]:
+    """Parse and validate an uploaded rankings (or label) file; an ApplicationError explains what is wrong.
+
+    `directions`: the keys allowed; t2t and i2i (Crisscrossed Captions' STS and SIS) where the caller
+    scores them."""
+    if isinstance(raw, bytes) and len(raw) > MAX_RANKINGS_BYTES:
+        raise ApplicationError(f"The {what} is larger than {MAX_RANKINGS_BYTES // (1024 * 1024)} MB.")
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ApplicationError(f"The {what} is not valid JSON: {error}") from None
+    try:
+        return parse_direction_file(data, what=what, directions=directions)
+    except ValueError as error:
+        raise ApplicationError(str(error)) from None
+
+
+def original_label_map(*, campaign: Campaign, queries: dict[str, dict[str, list[str]]]) -> dict:
+    """The dataset's original positives for the given queries: an image's captions, a caption's image.
+
+    Captions the requester removed from the campaign are left out, as the verified label map leaves them out.
+    """
+    i2t_keys, t2i_keys = set(queries.get("i2t", {})), set(queries.get("t2i", {}))
+    i2t: dict[str, list[str]] = {}
+    t2i: dict[str, list[str]] = {}
+    removed = CleanupProposal.objects.filter(campaign=campaign, status=CleanupStatus.CONFIRMED).values("caption_id")
+    rows = (
+        Caption.objects.filter(dataset_id=campaign.dataset_id)
+        .exclude(pk__in=removed)
+        .values_list("source_id", "image__source_id")
+    )
+    for caption_source, image_source in rows.iterator(chunk_size=5000):
+        if image_source in i2t_keys:
+            i2t.setdefault(image_source, []).append(caption_source)
+        if caption_source in t2i_keys:
+            t2i[caption_source] = [image_source]
+    return {"i2t": i2t, "t2i": t2i}
+
+
+def campaign_evaluate(
+    *, campaign: Campaign, rankings: dict, method: str | None = None, variant: str = ExportVariant.LENIENT
+) -> dict:
+    """Scores of `rankings` against the campaign's verified labels and against the original pairs. Read-only."""
+    if variant not in ExportVariant.values:
+        raise ApplicationError(f"Unknown variant {variant!r}.", extra={"allowed": list(ExportVariant.values)})
+    method = label_method_resolve(campaign=campaign, method=method)
+    labels = eccv_label_map(campaign_id=campaign.pk, method=method, variant=variant)
+    if not labels["i2t"] and not labels["t2i"]:
+        raise ApplicationError(
+            f"Campaign {campaign.pk} has no positive {variant} labels to evaluate against.", status=409
+        )
+    verified, counts = evaluate(rankings, labels)
+    original, _ = evaluate(
+        rankings, original_label_map(campaign=campaign, queries=labels), metrics=[f"r{k}" for k in RECALL_KS]
+    )
+    return {
+        "method": method,
+        "variant": variant,
+        "verified": verified,
+        "original": original,
+        "counts": counts,
+        "labels": labels,  # the label map scored against (not stored: the evaluation's key covers it)
+    }

@@ -1,0 +1,1 @@
+"""Signed webhooks: a requester's endpoints and the deliveries of events to them."""

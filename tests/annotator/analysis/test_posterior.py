@@ -1,0 +1,128 @@
+"""The posterior label model (annotator/analysis/posterior.py) on simulated answers with known truth."""
+
+import numpy as np
+import pytest
+
+from annotator.analysis.posterior import fit_posterior, oracle_probability, reliability, worker_evidence
+
+
+def _crowd(seed, *, pairs=300, per_pair=3, careful=30, spammers=4):
+    rng = np.random.default_rng(seed)
+    truth = rng.random(pairs) < 0.45
+    accuracy = {w: rng.uniform(0.84, 0.94) for w in range(careful)}
+    accuracy.update({careful + k: 0.5 for k in range(spammers)})
+    rows = []
+    for pair in range(pairs):
+        for worker in rng.choice(len(accuracy), per_pair, replace=False):
+            right = rng.random() < accuracy[worker]
+            rows.append((pair, int(worker), bool(truth[pair]) if right else not truth[pair]))
+    known = {}
+    for gold in range(10_000, 10_040):
+        known[gold] = bool(gold % 2)
+        for worker in rng.choice(len(accuracy), 8, replace=False):
+            right = rng.random() < accuracy[worker]
+            rows.append((gold, int(worker), known[gold] if right else not known[gold]))
+    pair_ids, worker_ids, verdicts = zip(*rows, strict=True)
+    return truth, accuracy, pair_ids, worker_ids, verdicts, known
+
+
+def test_sparse_workers_rarely_overturn_a_two_to_one_majority():
+    """A few dozen answers per worker: the priors keep the model from siding with lone dissenters (it
+    overturns few majorities), and it is about as accurate as majority or better."""
+    truth, _, pair_ids, worker_ids, verdicts, known = _crowd(0)
+    fit = fit_posterior(pair_ids=pair_ids, worker_ids=worker_ids, verdicts=verdicts, known=known)
+    row_of = fit.row_of()
+    votes = {}
+    for pair, verdict in zip(pair_ids, verdicts, strict=True):
+        votes.setdefault(pair, []).append(verdict)
+    overturned = sum(
+        1 for pair, said in votes.items() if pair < 300 and (sum(said) >= 2) != (fit.probability[row_of[pair]] > 0.5)
+    )
+    assert overturned <= 10
+    accuracy = np.mean([(fit.probability[row_of[p]] > 0.5) == truth[p] for p in range(300)])
+    majority = np.mean([(sum(votes[p]) >= 2) == truth[p] for p in range(300)])
+    assert accuracy >= majority - 0.01 and accuracy >= 0.92
+
+
+def test_intervals_hold_the_oracle_probability_and_labels_are_calibrated():
+    coverage, errors = [], []
+    for seed in range(3):
+        truth, accuracy, pair_ids, worker_ids, verdicts, known = _crowd(seed)
+        fit = fit_posterior(pair_ids=pair_ids, worker_ids=worker_ids, verdicts=verdicts, known=known)
+        candidates = [k for k, p in enumerate(pair_ids) if p < 300]
+        oracle = oracle_probability(
+            pair_ids=[pair_ids[k] for k in candidates],
+            worker_ids=[worker_ids[k] for k in candidates],
+            verdicts=[verdicts[k] for k in candidates],
+            sensitivity=accuracy,
+            specificity=accuracy,
+            prior_log_odds=dict.fromkeys(range(300), float(np.log(truth.mean() / (1 - truth.mean())))),
+        )
+        low, high = fit.interval()
+        row_of = fit.row_of()
+        coverage.append(np.mean([low[row_of[p]] <= oracle[p] <= high[row_of[p]] for p in range(300)]))
+        errors.append(reliability([fit.probability[row_of[p]] for p in range(300)], truth)[1])
+    assert 0.8 <= np.mean(coverage) <= 0.99
+    assert np.mean(errors) < 0.05
+
+
+def test_a_pair_with_more_agreeing_answers_gets_a_narrower_interval():
+    fit = fit_posterior(
+        pair_ids=[1, 2, 2, 2, 3, 3],
+        worker_ids=[10, 10, 11, 12, 10, 11],
+        verdicts=[True, True, True, True, True, False],
+    )
+    low, high = fit.interval()
+    row = fit.row_of()
+    assert fit.probability[row[2]] > fit.probability[row[1]] > 0.5
+    assert high[row[2]] - low[row[2]] < high[row[1]] - low[row[1]]
+    assert low[row[3]] < 0.5 < high[row[3]]  # one for, one against: undecided
+
+
+def test_machine_prior_moves_labels_the_way_the_machine_evidence_points():
+    """Features that predict the truth lift the pairs they point at, before any answer settles them."""
+    rng = np.random.default_rng(4)
+    truth = rng.random(200) < 0.5
+    features = {p: np.array([1.0, 2.0 if truth[p] else -2.0]) + rng.normal(0, 0.5, 2) for p in range(200)}
+    pair_ids, worker_ids, verdicts = [], [], []
+    for pair in range(200):
+        for worker in rng.choice(20, 2, replace=False):
+            pair_ids.append(pair)
+            worker_ids.append(int(worker))
+            verdicts.append(bool(truth[pair]) if rng.random() < 0.85 else not truth[pair])
+    plain = fit_posterior(pair_ids=pair_ids, worker_ids=worker_ids, verdicts=verdicts)
+    assisted = fit_posterior(pair_ids=pair_ids, worker_ids=worker_ids, verdicts=verdicts, features=features)
+    right = lambda fit: np.mean([(fit.probability[fit.row_of()[p]] > 0.5) == truth[p] for p in range(200)])  # noqa: E731
+    assert right(assisted) > right(plain)
+
+
+@pytest.mark.parametrize(("kind", "flagged"), [("careful", False), ("random", True), ("adversarial", True)])
+def test_worker_evidence_tells_careless_workers_from_careful_ones(kind, flagged):
+    truth, accuracy, pair_ids, worker_ids, verdicts, known = _crowd(7)
+    rng = np.random.default_rng(0)
+    extra = []
+    for pair in range(0, 300, 5):  # the checked worker answers 60 pairs
+        coin = rng.random()
+        said = {"careful": truth[pair] if coin < 0.9 else not truth[pair], "random": coin < 0.5}
+        said["adversarial"] = not truth[pair]
+        extra.append((pair, 999, bool(said[kind])))
+    fit = fit_posterior(
+        pair_ids=list(pair_ids) + [e[0] for e in extra],
+        worker_ids=list(worker_ids) + [e[1] for e in extra],
+        verdicts=list(verdicts) + [e[2] for e in extra],
+        known=known,
+    )
+    evidence = worker_evidence(fit, worker_id=999, below=0.7)
+    assert evidence.items == 60 and evidence.compared > 8
+    assert (evidence.p_below >= 0.7) is flagged
+
+
+def test_a_worker_alone_on_their_pairs_is_not_judged_by_the_class_prior_they_shaped():
+    """Sixteen pairs only one worker answered (all "no"): the class prior the fit learns leans the same
+    way, but that is the worker's own evidence, so nothing is compared until someone else answers."""
+    pair_ids = list(range(16))
+    alone = fit_posterior(pair_ids=pair_ids, worker_ids=[7] * 16, verdicts=[False] * 16)
+    assert worker_evidence(alone, worker_id=7).compared == 0.0
+    witnessed = fit_posterior(pair_ids=pair_ids * 3, worker_ids=[7] * 16 + [8] * 16 + [9] * 16, verdicts=[False] * 48)
+    evidence = worker_evidence(witnessed, worker_id=7)
+    assert evidence.compared >= 8 and evidence.p_below < 0.05
