@@ -12,6 +12,7 @@ from annotator.services.campaigns.build import campaign_build_request
 from annotator.services.campaigns.lifecycle import campaign_create
 from tests.annotator.campaign_support import add_run, campaign_snapshot, make_dataset
 from tests.factories import user_with_role
+from tests.task_support import run_task
 from workers.tasks.campaigns import campaign_build_task
 
 
@@ -63,22 +64,22 @@ def test_the_task_is_acks_late_with_time_limits():
 @pytest.mark.django_db
 def test_a_duplicated_task_does_nothing_the_second_time(draft, django_capture_on_commit_callbacks):
     campaign = _queue(draft, django_capture_on_commit_callbacks)
-    assert campaign_build_task.apply(args=[campaign.pk]).get(disable_sync_subtasks=False) == CampaignStatus.BUILT
+    assert run_task(campaign_build_task, campaign.pk) == CampaignStatus.BUILT
     built = Campaign.objects.get(pk=campaign.pk)
     pairs = set(Pair.objects.filter(campaign=campaign).values_list("pk", flat=True))
     hits = set(Hit.objects.filter(campaign=campaign).values_list("pk", flat=True))
     assert pairs and hits
-    assert campaign_build_task.apply(args=[campaign.pk]).get(disable_sync_subtasks=False) == CampaignStatus.BUILT
+    assert run_task(campaign_build_task, campaign.pk) == CampaignStatus.BUILT
     again = Campaign.objects.get(pk=campaign.pk)
     assert set(Pair.objects.filter(campaign=campaign).values_list("pk", flat=True)) == pairs
     assert set(Hit.objects.filter(campaign=campaign).values_list("pk", flat=True)) == hits
     assert again.built_at == built.built_at and again.build_report == built.build_report
-    assert campaign_build_task.apply(args=[999999]).get(disable_sync_subtasks=False) == "missing"
+    assert run_task(campaign_build_task, 999999) == "missing"
 
 
 @pytest.mark.django_db
 def test_a_task_for_a_campaign_not_building_leaves_it_alone(draft):
-    assert campaign_build_task.apply(args=[draft.pk]).get(disable_sync_subtasks=False) == CampaignStatus.DRAFT
+    assert run_task(campaign_build_task, draft.pk) == CampaignStatus.DRAFT
     assert not draft.hits.exists()
 
 
@@ -86,7 +87,7 @@ def test_a_task_for_a_campaign_not_building_leaves_it_alone(draft):
 def test_a_failed_build_goes_back_to_draft_with_the_reason(draft, django_capture_on_commit_callbacks):
     Campaign.objects.filter(pk=draft.pk).update(direction="t2i")  # the runs have i2t candidates only
     campaign = _queue(Campaign.objects.get(pk=draft.pk), django_capture_on_commit_callbacks)
-    assert campaign_build_task.apply(args=[campaign.pk]).get(disable_sync_subtasks=False) == CampaignStatus.DRAFT
+    assert run_task(campaign_build_task, campaign.pk) == CampaignStatus.DRAFT
     campaign.refresh_from_db()
     assert campaign.build_error == "The chosen runs have no t2i candidates for this campaign."
     assert not campaign.hits.exists() and not campaign.pairs.exists()
@@ -114,7 +115,7 @@ def test_an_unexpected_error_is_recorded_too_and_the_old_build_is_kept(
         raise OSError("disk full")
 
     monkeypatch.setattr(services, "campaign_extend", broken)
-    assert campaign_build_task.apply(args=[campaign.pk]).get(disable_sync_subtasks=False) == CampaignStatus.DRAFT
+    assert run_task(campaign_build_task, campaign.pk) == CampaignStatus.DRAFT
     campaign.refresh_from_db()
     assert campaign.build_error == "The build stopped: OSError: disk full"
     assert campaign_snapshot(campaign) == before  # the failed rebuild's deletes were rolled back
@@ -128,9 +129,9 @@ def test_a_duplicate_delivered_while_the_build_runs_skips_it(draft):
         pytest.skip("needs PostgreSQL row locks")
     Campaign.objects.filter(pk=draft.pk).update(status=CampaignStatus.BUILDING)
     with row_lock_held_elsewhere(draft.pk):
-        results = [campaign_build_task.apply(args=[draft.pk]).get(timeout=10, disable_sync_subtasks=False)]
+        results = [run_task(campaign_build_task, draft.pk)]
     assert results == [CampaignStatus.BUILDING] and not draft.hits.exists()
-    assert campaign_build_task.apply(args=[draft.pk]).get(disable_sync_subtasks=False) == CampaignStatus.BUILT
+    assert run_task(campaign_build_task, draft.pk) == CampaignStatus.BUILT
 
 
 @pytest.mark.django_db

@@ -17,6 +17,7 @@ from annotator.services.importing import imports as import_service
 from annotator.services.importing import uploads as upload_service
 from annotator.services.importing.uploads import dataset_import_retry, dataset_upload
 from tests.factories import png_bytes, user_with_role
+from tests.task_support import run_task
 from workers.tasks.datasets import dataset_import_task
 
 pytestmark = pytest.mark.django_db
@@ -72,9 +73,9 @@ def test_the_upload_is_stored_and_queued_and_nothing_is_imported_in_the_request(
 def test_a_duplicated_task_imports_once(requester, django_capture_on_commit_callbacks):
     """The same task delivered twice (a redelivery, a double enqueue) writes every row once."""
     dataset = queued("twice", requester, django_capture_on_commit_callbacks)
-    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "ready"
+    assert run_task(dataset_import_task, dataset.pk) == "ready"
     assert counts(dataset) == (2, 3)
-    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "ready"  # finished: left alone
+    assert run_task(dataset_import_task, dataset.pk) == "ready"  # finished: left alone
     assert counts(dataset) == (2, 3)
     dataset.refresh_from_db()
     assert dataset.report["phase"] == "done" and dataset.report["images_created"] == 2
@@ -86,9 +87,9 @@ def test_a_task_arriving_while_another_runs_the_import_does_nothing(requester, d
     Dataset.objects.filter(pk=dataset.pk).update(
         report={"phase": "checking images", "checked": 1}, updated_at=timezone.now()
     )  # another worker's fresh heartbeat
-    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "importing"
+    assert run_task(dataset_import_task, dataset.pk) == "importing"
     assert counts(dataset) == (0, 0)
-    assert dataset_import_task.apply(args=[987654]).get(disable_sync_subtasks=False) == "missing"
+    assert run_task(dataset_import_task, 987654) == "missing"
 
 
 def test_a_stalled_import_is_resumed_without_duplicating_rows(requester, django_capture_on_commit_callbacks):
@@ -100,14 +101,14 @@ def test_a_stalled_import_is_resumed_without_duplicating_rows(requester, django_
         mock.patch.object(import_service, "dataset_finish"),
     ):
         with pytest.raises(KeyboardInterrupt):  # stands for SIGKILL: nothing after it runs
-            dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False)
+            run_task(dataset_import_task, dataset.pk)
     dataset.refresh_from_db()
     assert dataset.status == DatasetStatus.IMPORTING and counts(dataset) == (2, 0)
-    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "importing"  # its heartbeat is still fresh
+    assert run_task(dataset_import_task, dataset.pk) == "importing"  # its heartbeat is still fresh
     with pytest.raises(ApplicationError):
         dataset_upload(name="killed", owner=requester, **uploads())  # no second import into a running one
     Dataset.objects.filter(pk=dataset.pk).update(updated_at=timezone.now() - timedelta(minutes=11))
-    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "ready"
+    assert run_task(dataset_import_task, dataset.pk) == "ready"
     dataset.refresh_from_db()
     assert (
         counts(dataset) == (2, 3) and dataset.report["images_created"] == 0 and dataset.report["images_unchanged"] == 2
@@ -119,7 +120,7 @@ def test_a_refused_upload_fails_with_every_offender_and_its_files_are_removed(
 ):
     coco = {**COCO, "annotations": [*COCO["annotations"], {"id": 31, "image_id": 3, "caption": "orphan"}]}
     dataset = queued("refused", requester, django_capture_on_commit_callbacks, coco=coco, broken_image=True)
-    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "failed"
+    assert run_task(dataset_import_task, dataset.pk) == "failed"
     dataset.refresh_from_db()
     assert dataset.report["phase"] == "refused" and dataset.report["error_count"] == 2
     assert {row["id"] for row in dataset.report["offenders"]} == {"2", "31"}
@@ -163,7 +164,7 @@ def test_a_broker_that_is_down_fails_the_import_visibly_and_a_retry_queues_it(
 def test_a_failure_before_the_import_starts_is_recorded(requester, django_capture_on_commit_callbacks):
     dataset = queued("lost-files", requester, django_capture_on_commit_callbacks)
     default_storage.delete(f"uploads/datasets/{dataset.pk}/upload.json")
-    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "failed"
+    assert run_task(dataset_import_task, dataset.pk) == "failed"
     dataset.refresh_from_db()
     assert dataset.report["phase"] == "failed" and "FileNotFoundError" in dataset.report["errors"][0]
     with pytest.raises(ApplicationError, match="files of this import are gone"):
@@ -210,7 +211,7 @@ def test_an_upload_on_s3_is_imported_through_a_local_copy(requester, s3_storage,
     dataset = queued("remote", requester, django_capture_on_commit_callbacks)
     keys = {obj["Key"] for obj in s3_storage.list_objects_v2(Bucket="vericap-uploads")["Contents"]}
     assert f"uploads/datasets/{dataset.pk}/images.zip" in keys
-    assert dataset_import_task.apply(args=[dataset.pk]).get(disable_sync_subtasks=False) == "ready"
+    assert run_task(dataset_import_task, dataset.pk) == "ready"
     assert counts(dataset) == (2, 3)
     keys = {obj["Key"] for obj in s3_storage.list_objects_v2(Bucket="vericap-uploads")["Contents"]}
     assert not any(key.startswith("uploads/") for key in keys) and any(key.startswith("thumbnails/") for key in keys)
