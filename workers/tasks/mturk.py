@@ -19,8 +19,10 @@ from annotator.services.quality.external_decisions import MAX_ATTEMPTS, Decision
     time_limit=120,
     soft_time_limit=100,
     autoretry_for=(DecisionNotSent, BotoCoreError, ConnectionError, TimeoutError, OperationalError, InterfaceError),
-    retry_backoff=True,
-    retry_backoff_max=600,
+    # 30 s, 1, 2, 4 min (with jitter): an MTurk hiccup passes, and the gaps stay under the sweep's stale time,
+    # so the sweep does not queue a decision that is only waiting for its next try.
+    retry_backoff=30,
+    retry_backoff_max=240,
     max_retries=MAX_ATTEMPTS - 1,
 )
 def external_decision_send_task(decision_id: int) -> str | None:
