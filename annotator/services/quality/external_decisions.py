@@ -37,6 +37,7 @@ MAX_ATTEMPTS = 5
 DEFAULT_REJECTION_FEEDBACK = "The answers to the check questions were wrong."
 # MTurk's AssignmentStatus once it has each decision.
 MTURK_STATUS = {DecisionKind.APPROVE: "Approved", DecisionKind.REJECT: "Rejected"}
+APPROVED_ON_MTURK = "MTurk has approved this assignment and paid the worker; it cannot be rejected there any more."
 
 
 class DecisionNotSent(Exception):
@@ -82,10 +83,8 @@ def external_decision_record(*, assignment: Assignment, approve: bool, reason: s
     return decision
 
 
-def _mturk_has(decision: ExternalDecision, client) -> bool:
-    """Whether MTurk already has this decision (asked after it refused the request)."""
-    status = mturk.mturk_assignment_status(assignment=decision.assignment, client=client)
-    return status == MTURK_STATUS[decision.decision]
+class ApprovedOnMturk(Exception):
+    """MTurk approved the assignment (and paid the worker); it cannot reject it any more."""
 
 
 def _send(decision: ExternalDecision, client) -> None:
@@ -104,7 +103,33 @@ def _send(decision: ExternalDecision, client) -> None:
         )
 
 
+def _attempt(decision: ExternalDecision, client) -> tuple[Exception | None, bool]:
+    """Send once. Returns (None, False) when MTurk has the decision, else (the error, whether it is final)."""
+    try:
+        _send(decision, client)
+        return None, False
+    except BotoCoreError as unreachable:
+        return unreachable, False
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "RequestError":
+            return error, False  # MTurk's own fault or throttling: worth another try
+        refused = error
+    # MTurk refused the request, perhaps because it has the decision already (an earlier attempt whose
+    # answer was lost, or MTurk's own auto-approval): ask it.
+    try:
+        status = mturk.mturk_assignment_status(assignment=decision.assignment, client=client)
+    except (BotoCoreError, ClientError) as unknown:
+        return unknown, False  # cannot tell yet
+    if status == MTURK_STATUS[decision.decision]:
+        return None, False
+    if status == MTURK_STATUS[DecisionKind.APPROVE]:
+        return ApprovedOnMturk(APPROVED_ON_MTURK), True
+    return refused, True
+
+
 def _error_text(error: Exception) -> str:
+    if isinstance(error, ApprovedOnMturk):
+        return str(error)
     if isinstance(error, ClientError):
         details = error.response.get("Error", {})
         return f"{details.get('Code', 'Error')}: {details.get('Message', '')}"[:500]
@@ -131,18 +156,7 @@ def external_decision_send(*, decision_id: int, client=None) -> ExternalDecision
             return decision
         client = client or mturk.mturk_client(config=mturk.DECISION_CLIENT_CONFIG)
         decision.attempts += 1
-        try:
-            _send(decision, client)
-            error, final = None, False
-        except ClientError as refused:
-            error, final = refused, refused.response.get("Error", {}).get("Code") == "RequestError"
-            if final:
-                try:
-                    error = None if _mturk_has(decision, client) else refused
-                except (BotoCoreError, ClientError) as unknown:
-                    error, final = unknown, False  # cannot tell yet: try again
-        except BotoCoreError as unreachable:
-            error, final = unreachable, False
+        error, final = _attempt(decision, client)
         if error is None:
             _set_status(decision, ExternalDecisionStatus.SENT)
             decision.sent_at = timezone.now()

@@ -260,3 +260,26 @@ def test_the_api_shows_the_decision_and_retries_a_failed_one(
     assert api.get(url).json()["mturk_decision"]["status"] == "sent"
     again = api.post(url + "retry-mturk-decision/", {}, format="json")
     assert again.status_code == 409 and "only a failed one" in again.json()["error"]
+
+
+def test_a_rejection_after_mturk_paid_the_approval_fails_with_the_reason(
+    mturk_api, mturk_assignment, django_capture_on_commit_callbacks
+):
+    approve_call(mturk_api)
+    mturk_api.add_client_error(
+        "reject_assignment",
+        service_error_code="RequestError",
+        service_message="This operation can be called with a status of: Submitted (1625139618656)",
+    )
+    mturk_api.add_response(
+        "get_assignment",
+        {"Assignment": {"AssignmentId": "3MTURKASSIGN", "AssignmentStatus": "Approved"}},
+        {"AssignmentId": "3MTURKASSIGN"},
+    )
+    decide(django_capture_on_commit_callbacks, assignment_approve, assignment=mturk_assignment)
+    decision = decide(
+        django_capture_on_commit_callbacks, assignment_reject, assignment=mturk_assignment, reason="Gold wrong"
+    )
+    assert (decision.decision, decision.status, decision.attempts) == ("reject", "failed", 1)
+    assert decision.last_error.startswith("MTurk has approved this assignment and paid the worker")
+    assert len(mturk_api.taken["ApproveAssignment"]) == 1
