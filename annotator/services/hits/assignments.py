@@ -27,6 +27,7 @@ from annotator.models import (
     HitItem,
     HitStatus,
     Worker,
+    WorkerStanding,
 )
 from annotator.models.state import check_transition
 from annotator.selectors.work import worker_is_qualified
@@ -82,9 +83,13 @@ def _can_lock() -> bool:
 def _check_worker_may_claim(*, campaign: Campaign, worker: Worker) -> None:
     if campaign.status != CampaignStatus.LIVE:
         raise ApplicationError("This campaign is not taking work right now.", status=409)
-    if worker.blocked:
+    if worker.blocked:  # a platform block, by staff
         raise ApplicationError("Your account may not take new HITs.", status=403)
-    if worker.soft_blocked:
+    # The campaign owner's own decision about this worker; another requester's block does not count here.
+    standing = WorkerStanding.objects.filter(requester_id=campaign.owner_id, worker=worker).first()
+    if standing is not None and standing.blocked:
+        raise ApplicationError("Your account may not take new HITs on this requester's campaigns.", status=403)
+    if standing is not None and standing.soft_blocked:
         raise ApplicationError(
             "Your account is paused from taking new HITs while your recent work is reviewed.", status=403
         )
@@ -143,7 +148,8 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
     Never the same HIT twice to one worker (also a unique constraint), and never a HIT holding a pair the
     worker was shown in another HIT (a repeated pair would mark itself as gold).
     Idempotent: a worker who already holds an unexpired reserved lease in the campaign gets it back.
-    Refuses (4xx ApplicationError) a campaign that is not live, blocked or soft-blocked workers, workers
+    Refuses (4xx ApplicationError) a campaign that is not live, a worker blocked on the platform or
+    blocked or soft-blocked by the campaign's owner, workers
     without a passed qualification, a worker at max_hits_per_worker, and "no HIT left" (404).
     """
     now = now or timezone.now()

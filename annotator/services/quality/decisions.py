@@ -92,7 +92,7 @@ def assignment_approve(*, assignment: Assignment, actor=None, reason: str = "") 
             assignment_transition(assignment=locked, target=AssignmentStatus.APPROVED, actor=actor, reason=reason)
             hit_status_refresh(hit_id=locked.hit_id)
             _external_decision(assignment=locked, approve=True, reason=reason)
-            worker_trust_refresh(worker_id=locked.worker_id)
+            worker_trust_refresh(worker_id=locked.worker_id, requester_id=locked.hit.campaign.owner_id)
     return locked
 
 
@@ -112,7 +112,7 @@ def assignment_reject(*, assignment: Assignment, actor=None, reason: str) -> Ass
             assignment_transition(assignment=locked, target=AssignmentStatus.REJECTED, actor=actor, reason=reason)
             hit_status_refresh(hit_id=locked.hit_id)
             _external_decision(assignment=locked, approve=False, reason=reason)
-            worker_trust_refresh(worker_id=locked.worker_id)
+            worker_trust_refresh(worker_id=locked.worker_id, requester_id=locked.hit.campaign.owner_id)
     return locked
 
 
