@@ -6,7 +6,15 @@ import pytest
 from django.utils import timezone
 
 from annotator.errors import ApplicationError
-from annotator.models import Answer, Assignment, AssignmentEvent, AssignmentStatus, CampaignStatus, QualificationAttempt, WorkerStanding
+from annotator.models import (
+    Answer,
+    Assignment,
+    AssignmentEvent,
+    AssignmentStatus,
+    CampaignStatus,
+    QualificationAttempt,
+    WorkerStanding,
+)
 from annotator.selectors.work import hit_item_tokens
 from annotator.services.hits.answers import answer_save, assignment_submit
 from annotator.services.hits.assignments import assignment_claim, assignment_return, assignments_expire
