@@ -11,6 +11,7 @@ from annotator.views import (
     leaderboard,
     operations,
     ranking,
+    reputation,
     research,
     review,
     tokens,
@@ -30,6 +31,7 @@ urlpatterns = [
     *labelsets.urlpatterns,
     *leaderboard.urlpatterns,
     *tokens.urlpatterns,
+    *reputation.urlpatterns,
     *ranking.urlpatterns,
     *operations.urlpatterns,
 ]

@@ -67,3 +67,17 @@ def test_the_worker_may_start_on_a_campaign_but_not_on_the_blocking_requesters(c
     offered = home.split("Campaigns you can work on")[1].split("</table>")[0]
     assert tenants.campaign_a.name in offered and tenants.campaign_b.name not in offered
     assert client.post(reverse("work_claim", args=[tenants.campaign_a.pk])).status_code == 302
+
+
+def test_a_requester_opts_in_to_the_shared_reputation_and_out_again(client, tenants):
+    from annotator.models import Profile
+
+    client.force_login(tenants.a)
+    page = client.get(reverse("account-reputation")).content.decode()
+    assert "not sharing" in page  # off by default
+    assert client.post(reverse("account-reputation-set"), {"share": "1"}).status_code == 302
+    assert Profile.objects.get(user=tenants.a).share_gold_record
+    assert client.post(reverse("account-reputation-set"), {"share": "0"}).status_code == 302
+    assert not Profile.objects.get(user=tenants.a).share_gold_record
+    client.force_login(tenants.worker.user)
+    assert client.post(reverse("account-reputation-set"), {"share": "1"}).status_code == 403
