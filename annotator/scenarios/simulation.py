@@ -528,7 +528,9 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
         )
         if not open_hits:
             break
-        if not any(sim.worker.can_take_work and sim.qualification_tries < 3 for sim in crowd):
+        if not any(
+            worker_may_take_work(worker=sim.worker, campaign=campaign) and sim.qualification_tries < 3 for sim in crowd
+        ):
             break
         state = (
             Hit.objects.filter(campaign=campaign).count(),
@@ -562,7 +564,7 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
 
 def _stuck(sim: SimWorker, campaign: Campaign) -> bool:
     """No open HIT is left that this worker could still take."""
-    if not sim.worker.can_take_work:
+    if not worker_may_take_work(worker=sim.worker, campaign=campaign):
         return True
     if campaign.max_hits_per_worker is not None and sim.done >= campaign.max_hits_per_worker:
         return True

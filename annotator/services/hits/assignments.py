@@ -80,16 +80,32 @@ def _can_lock() -> bool:
     return connection.features.has_select_for_update and connection.features.has_select_for_update_of
 
 
+def _with_owner_standing(campaigns, *, worker: Worker):
+    """Campaigns annotated with the owner's block and soft block of `worker`, read in the same query."""
+    standing = WorkerStanding.objects.filter(requester_id=OuterRef("owner_id"), worker_id=worker.pk)
+    return campaigns.annotate(
+        owner_blocked_worker=Exists(standing.filter(blocked=True)),
+        owner_soft_blocked_worker=Exists(standing.filter(soft_blocked=True)),
+    )
+
+
+def _owner_standing(*, campaign: Campaign, worker: Worker) -> tuple[bool, bool]:
+    if hasattr(campaign, "owner_blocked_worker"):
+        return campaign.owner_blocked_worker, campaign.owner_soft_blocked_worker
+    standing = WorkerStanding.objects.filter(requester_id=campaign.owner_id, worker=worker).first()
+    return (standing.blocked, standing.soft_blocked) if standing else (False, False)
+
+
 def _check_worker_may_claim(*, campaign: Campaign, worker: Worker) -> None:
     if campaign.status != CampaignStatus.LIVE:
         raise ApplicationError("This campaign is not taking work right now.", status=409)
     if worker.blocked:  # a platform block, by staff
         raise ApplicationError("Your account may not take new HITs.", status=403)
     # The campaign owner's own decision about this worker; another requester's block does not count here.
-    standing = WorkerStanding.objects.filter(requester_id=campaign.owner_id, worker=worker).first()
-    if standing is not None and standing.blocked:
+    blocked, soft_blocked = _owner_standing(campaign=campaign, worker=worker)
+    if blocked:
         raise ApplicationError("Your account may not take new HITs on this requester's campaigns.", status=403)
-    if standing is not None and standing.soft_blocked:
+    if soft_blocked:
         raise ApplicationError(
             "Your account is paused from taking new HITs while your recent work is reviewed.", status=403
         )
@@ -155,7 +171,7 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
     now = now or timezone.now()
     with transaction.atomic():
         worker = Worker.objects.select_for_update().get(pk=worker.pk)
-        campaign = Campaign.objects.get(pk=campaign.pk)
+        campaign = _with_owner_standing(Campaign.objects, worker=worker).get(pk=campaign.pk)
         held = _expire_own_stale_leases(worker=worker, campaign=campaign, now=now)
         if held is not None:
             return held
