@@ -221,6 +221,9 @@ IMPORT_MAX_UPLOAD_BYTES = env.int("IMPORT_MAX_UPLOAD_BYTES", default=100 * 1024 
 IMPORT_MAX_ZIP_MEMBERS = env.int("IMPORT_MAX_ZIP_MEMBERS", default=50_000)
 IMPORT_MAX_UNZIPPED_BYTES = env.int("IMPORT_MAX_UNZIPPED_BYTES", default=2 * 1024 * 1024 * 1024)
 IMPORT_MAX_ZIP_RATIO = env.float("IMPORT_MAX_ZIP_RATIO", default=100.0)
+# The longest caption an import accepts (characters): a longer one is refused with its line (or COCO record)
+# named, at upload (annotator.importing.screening) and in the import's validation pass.
+IMPORT_MAX_CAPTION_CHARS = env.int("IMPORT_MAX_CAPTION_CHARS", default=2000)
 # Threads that read, check, thumbnail and store image files during an import (I/O bound: S3 round trips).
 IMPORT_THREADS = env.int("IMPORT_THREADS", default=4)
 
