@@ -42,6 +42,7 @@ from annotator.selectors.research import (
     label_counts,
     label_list,
 )
+from annotator.selectors.standing import workers_visible_to, workers_with_standing
 from annotator.services.campaigns.sharing import campaign_share
 from annotator.services.exports.jobs import export_create, export_file_name
 from annotator.services.research.evaluation import rankings_parse
@@ -411,7 +412,9 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
 
 
 class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
-    """Workers who worked on the requester's campaigns; block and unblock them."""
+    """Workers who worked on the requester's campaigns (staff: every worker), each with the caller's own
+    record and decisions; block and unblock them on the caller's campaigns. Staff alone may block a worker
+    on the whole platform (platform-block, platform-unblock)."""
 
     model = Worker
 
@@ -419,10 +422,10 @@ class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedView
 
     def scoped_queryset(self):
         user = self.request.user
-        workers = Worker.objects.order_by("id")
-        if user.is_superuser:
-            return workers
-        return workers.filter(assignments__hit__campaign__owner=user).distinct()
+        return workers_with_standing(workers=workers_visible_to(user=user), requester=user)
+
+    def _decided(self, worker: Worker) -> Response:
+        return Response(s.WorkerSerializer(self.get_queryset().get(pk=worker.pk)).data)
 
     @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
     @action(detail=True, methods=["post"])
@@ -430,8 +433,9 @@ class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedView
         from annotator.services.quality.trust import worker_block
 
         data = _validated(s.RequiredReasonSerializer, request.data)
-        worker = worker_block(worker=self.get_object(), actor=request.user, reason=data["reason"])
-        return Response(s.WorkerSerializer(worker).data)
+        worker = self.get_object()
+        worker_block(worker=worker, requester=request.user, actor=request.user, reason=data["reason"])
+        return self._decided(worker)
 
     @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
     @action(detail=True, methods=["post"])
@@ -439,8 +443,27 @@ class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedView
         from annotator.services.quality.trust import worker_unblock
 
         data = _validated(s.RequiredReasonSerializer, request.data)
-        worker = worker_unblock(worker=self.get_object(), actor=request.user, reason=data["reason"])
-        return Response(s.WorkerSerializer(worker).data)
+        worker = self.get_object()
+        worker_unblock(worker=worker, requester=request.user, actor=request.user, reason=data["reason"])
+        return self._decided(worker)
+
+    @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
+    @action(detail=True, methods=["post"], url_path="platform-block")
+    def platform_block(self, request, pk=None):
+        from annotator.services.quality.trust import worker_platform_block
+
+        data = _validated(s.RequiredReasonSerializer, request.data)
+        worker = worker_platform_block(worker=self.get_object(), actor=request.user, reason=data["reason"])
+        return self._decided(worker)
+
+    @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
+    @action(detail=True, methods=["post"], url_path="platform-unblock")
+    def platform_unblock(self, request, pk=None):
+        from annotator.services.quality.trust import worker_platform_unblock
+
+        data = _validated(s.RequiredReasonSerializer, request.data)
+        worker = worker_platform_unblock(worker=self.get_object(), actor=request.user, reason=data["reason"])
+        return self._decided(worker)
 
 
 # --- research: labels, exports, evaluations --------------------------------------------------------------

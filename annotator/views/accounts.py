@@ -30,7 +30,7 @@ class SignupForm(forms.Form):
         label="Password",
         strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
-        help_text="At least 8 characters, not a common password.",
+        help_text="At least 8 characters, not only digits, not a common password, not like your user name or email.",
     )
     password_again = forms.CharField(
         label="Password again", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})

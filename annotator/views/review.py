@@ -33,7 +33,7 @@ from annotator.services.quality.decisions import (
 )
 from annotator.services.quality.external_decisions import external_decision_retry
 from annotator.services.quality.peers import assignment_peer_agreement
-from annotator.services.quality.trust import worker_block, worker_trust, worker_unblock
+from annotator.services.quality.trust import worker_block, worker_standing, worker_trust, worker_unblock
 from annotator.views.access import application_errors_as_400, role_required
 
 AGGREGATE_TASK = "workers.tasks.quality.labels_aggregate_task"
@@ -88,7 +88,8 @@ def review_assignment_page(request, assignment_id: int):
     assignment = _assignment(request, assignment_id)
     detail = assignment_review_detail(assignment=assignment)
     agreeing, compared = assignment_peer_agreement(assignment=assignment)
-    trust = worker_trust(worker=assignment.worker)
+    owner_id = assignment.hit.campaign.owner_id
+    trust = worker_trust(worker=assignment.worker, requester_id=owner_id)
     return render(
         request,
         "review/assignment.html",
@@ -97,6 +98,7 @@ def review_assignment_page(request, assignment_id: int):
             "flags": _flag_labels(assignment.flags),
             "agreement": {"agreeing": agreeing, "compared": compared},
             "trust": trust,
+            "standing": worker_standing(worker=assignment.worker, requester_id=owner_id),
             "can_decide": assignment.status in ("submitted", "approved", "rejected"),
         },
     )
@@ -199,12 +201,16 @@ def worker_block_view(request, campaign_id: int, worker_id: int, action: str):
     if worker is None:
         raise Http404("No such worker in this campaign.")
     reason = request.POST.get("reason", "")
+    # The decision is the campaign owner's: it holds on the owner's campaigns and nowhere else.
     if action == "block":
-        worker_block(worker=worker, actor=request.user, reason=reason)
-        messages.success(request, f"Worker {worker.pseudonym} blocked; their pending work goes to review.")
+        worker_block(worker=worker, requester=campaign.owner, actor=request.user, reason=reason)
+        messages.success(
+            request,
+            f"Worker {worker.pseudonym} blocked from this requester's campaigns; their pending work goes to review.",
+        )
     elif action == "unblock":
-        worker_unblock(worker=worker, actor=request.user, reason=reason)
-        messages.success(request, f"Worker {worker.pseudonym} may take HITs again.")
+        worker_unblock(worker=worker, requester=campaign.owner, actor=request.user, reason=reason)
+        messages.success(request, f"Worker {worker.pseudonym} may take this requester's HITs again.")
     else:
         raise Http404("No such action.")
     return redirect("review-quality", campaign_id=campaign.pk)

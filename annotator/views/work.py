@@ -209,6 +209,7 @@ def work_campaign(request, campaign_id: int):
     context = {
         "campaign": campaign,
         "qualification": work_selectors.qualification_state(campaign=campaign, worker=request.worker),
+        "may_take_work": work_selectors.worker_may_take_work(worker=request.worker, campaign=campaign),
         "similarity": campaign.scale == Scale.SIMILARITY,
         "wording": similarity_wording(_campaign_kind(campaign)),
         "worker": request.worker,

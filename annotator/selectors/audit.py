@@ -1,0 +1,22 @@
+"""Who sees which audit events: staff see all; a requester sees what they did, what touches their own record
+(their standing with a worker, their tokens) and what happened on campaigns they may review; anyone else,
+the events about their own account. One requester never sees another's blocks or their reasons."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from annotator.auth import user_role
+from annotator.models import AuditEvent, Role
+from annotator.selectors.quality import campaigns_for_requester
+
+
+def audit_events_visible(*, user) -> QuerySet:
+    events = AuditEvent.objects.select_related("actor", "subject_user", "worker", "campaign")
+    if user.is_staff or user.is_superuser:
+        return events
+    if user_role(user) == Role.REQUESTER:
+        return events.filter(
+            Q(actor=user) | Q(subject_user=user) | Q(campaign__in=campaigns_for_requester(user=user).values("pk"))
+        )
+    return events.filter(subject_user=user)
