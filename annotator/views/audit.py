@@ -8,8 +8,8 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET
 
-from annotator.auth import user_role
-from annotator.models import AuditEvent, Role
+from annotator.access import is_requester
+from annotator.models import AuditEvent
 
 PAGE_SIZE = 200
 
@@ -18,7 +18,7 @@ PAGE_SIZE = 200
 @require_GET
 def audit_page(request):
     events = AuditEvent.objects.select_related("actor", "subject_user", "worker", "campaign")
-    everything = request.user.is_staff or user_role(request.user) == Role.REQUESTER
+    everything = is_requester(request.user)
     if not everything:
         events = events.filter(subject_user=request.user)
     action = request.GET.get("action", "")
