@@ -167,3 +167,12 @@ def workers_known_to(user) -> QuerySet[Worker]:
             "pk"
         )
     )
+
+
+def template_context(request) -> dict:
+    """Context processor: `user_role` for templates (the nav), from the same rule as everything here.
+
+    Lazy, so a page that never shows the nav does not load the user for it."""
+    from django.utils.functional import SimpleLazyObject
+
+    return {"user_role": SimpleLazyObject(lambda: user_role(getattr(request, "user", None)) or "")}
