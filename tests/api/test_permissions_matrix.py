@@ -95,6 +95,19 @@ ENDPOINTS = [
     ("evaluations-csv", "get", "evaluations/{evaluation}/csv/", None, READ_DETAIL),
     ("leaderboard", "get", "leaderboard/?campaign={campaign}", None, READ_DETAIL),
     ("schema", "get", "schema/", None, codes(200, 200, 200, 200, 200, 200)),
+    ("webhooks-list", "get", "webhooks/", None, REQ_LIST),
+    ("webhooks-detail", "get", "webhooks/{webhook}/", None, REQ_DETAIL),
+    ("webhooks-deliveries", "get", "webhooks/{webhook}/deliveries/", None, REQ_DETAIL),
+    ("webhooks-create", "post", "webhooks/", {"url": "https://example.org/h"}, codes(401, 201, 201, 403, 403, 403)),
+    ("webhook-deliveries-list", "get", "webhook-deliveries/", None, REQ_LIST),
+    ("webhook-deliveries-detail", "get", "webhook-deliveries/{webhook_delivery}/", None, REQ_DETAIL),
+    (
+        "webhook-deliveries-redeliver",
+        "post",
+        "webhook-deliveries/{webhook_delivery}/redeliver/",
+        {},
+        codes(401, 202, 404, 403, 403, 403),
+    ),
 ]
 
 

@@ -6,6 +6,7 @@ from django.urls import URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from annotator import models
+from annotator.services.webhooks.delivery import webhook_endpoint_create
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +54,7 @@ def _routes():
 
 def _world(owner, *, suffix: str = ""):
     """One requester's work: a dataset with a run, a live campaign with an assignment, labels, an export,
-    an evaluation, a cleanup proposal and a private label set of the campaign."""
+    an evaluation, a cleanup proposal, a private label set of the campaign, a webhook with a delivery."""
     dataset = factories.DatasetFactory(name=f"tenant-dataset-zq{suffix}", owner=owner)
     run = factories.RankingRunFactory(dataset=dataset, created_by=owner)
     campaign = factories.live_campaign_with_hits(name=f"tenant-campaign-zq{suffix}", owner=owner, dataset=dataset)
@@ -75,7 +76,13 @@ def _world(owner, *, suffix: str = ""):
         variant=models.ExportVariant.LENIENT,
         created_by=owner,
     )
+    endpoint = webhook_endpoint_create(owner=owner, url=f"https://hooks.example/{dataset.pk}")
+    delivery = models.WebhookDelivery.objects.create(
+        endpoint=endpoint, message_id=f"msg-{dataset.pk}", event=models.WebhookEvent.values[0]
+    )
     return {
+        "endpoint_id": endpoint.pk,
+        "delivery_id": delivery.pk,
         "dataset_id": dataset.pk,
         "run_id": run.pk,
         "campaign_id": campaign.pk,
