@@ -66,6 +66,14 @@ ENDPOINTS = [
     ("assignments-detail", "get", "assignments/{assignment}/", None, codes(401, 200, 404, 403, 403, 200)),
     ("assignments-approve", "post", "assignments/{assignment}/approve/", {}, REQ_DETAIL),
     ("assignments-reject", "post", "assignments/{assignment}/reject/", {"reason": "gold answers wrong"}, REQ_DETAIL),
+    # The world's assignment is a local worker's: nothing for MTurk, so the requester is told so (409).
+    (
+        "assignments-retry-mturk-decision",
+        "post",
+        "assignments/{assignment}/retry-mturk-decision/",
+        {},
+        codes(401, 409, 404, 403, 403, 403),
+    ),
     ("workers-list", "get", "workers/", None, REQ_LIST),
     ("workers-detail", "get", "workers/{worker}/", None, REQ_DETAIL),
     ("workers-block", "post", "workers/{worker}/block/", {"reason": "random answers"}, REQ_DETAIL),

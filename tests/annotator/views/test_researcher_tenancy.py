@@ -54,7 +54,8 @@ def _routes():
 
 def _world(owner, *, suffix: str = ""):
     """One requester's work: a dataset with a run, a live campaign with an assignment, labels, an export,
-    an evaluation, a cleanup proposal, a private label set of the campaign, a webhook with a delivery."""
+    an evaluation, a cleanup proposal, a failed MTurk decision, a private label set of the campaign, a webhook
+    with a delivery."""
     dataset = factories.DatasetFactory(name=f"tenant-dataset-zq{suffix}", owner=owner)
     run = factories.RankingRunFactory(dataset=dataset, created_by=owner)
     campaign = factories.live_campaign_with_hits(name=f"tenant-campaign-zq{suffix}", owner=owner, dataset=dataset)
@@ -76,11 +77,15 @@ def _world(owner, *, suffix: str = ""):
         variant=models.ExportVariant.LENIENT,
         created_by=owner,
     )
+    decision = models.ExternalDecision.objects.create(
+        assignment=assignment, decision="approve", status=models.ExternalDecisionStatus.FAILED
+    )
     endpoint = webhook_endpoint_create(owner=owner, url=f"https://hooks.example/{dataset.pk}")
     delivery = models.WebhookDelivery.objects.create(
         endpoint=endpoint, message_id=f"msg-{dataset.pk}", event=models.WebhookEvent.values[0]
     )
     return {
+        "decision_id": decision.pk,
         "endpoint_id": endpoint.pk,
         "delivery_id": delivery.pk,
         "dataset_id": dataset.pk,
