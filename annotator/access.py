@@ -162,11 +162,8 @@ def workers_known_to(user) -> QuerySet[Worker]:
     """Workers who did work on the campaigns `user` manages (operators: every worker)."""
     if is_operator(user):
         return Worker.objects.all()
-    return Worker.objects.filter(
-        pk__in=Worker.objects.filter(assignments__hit__campaign__in=campaigns_managed_by(user).values("pk")).values(
-            "pk"
-        )
-    )
+    worked = Worker.objects.filter(assignments__hit__campaign__in=campaigns_managed_by(user).values("pk"))
+    return Worker.objects.filter(pk__in=worked.values("pk"))
 
 
 def template_context(request) -> dict:

@@ -74,11 +74,11 @@ def error_answer(error: BaseException) -> ErrorAnswer | None:
     """The answer for `error`, or None for a defect (a real 500, logged and never disguised).
 
     - ApplicationError: its own status, message and extra.
-    - Django's Http404, PermissionDenied, ValidationError (a model's full_clean that escaped a service),
-      BadRequest and SuspiciousOperation: 404, 403, 400, 400, 400.
+    - Django's Http404, PermissionDenied, ValidationError (a model's full_clean that escaped a service) and
+      BadRequest: 404, 403, 400, 400. (SuspiciousOperation stays Django's: a 400 that is logged as such.)
     - A component briefly unavailable (PostgreSQL, Redis, the broker): 503 with Retry-After.
     """
-    from django.core.exceptions import BadRequest, PermissionDenied, SuspiciousOperation, ValidationError
+    from django.core.exceptions import BadRequest, PermissionDenied, ValidationError
     from django.http import Http404
 
     if isinstance(error, ApplicationError):
@@ -92,7 +92,7 @@ def error_answer(error: BaseException) -> ErrorAnswer | None:
         fields = error.message_dict if hasattr(error, "error_dict") else {"non_field_errors": error.messages}
         first = next((f"{k}: {v[0]}" if k != "non_field_errors" else v[0] for k, v in fields.items() if v), "")
         return ErrorAnswer(400, first or "Invalid input.", {"fields": fields})
-    if isinstance(error, (BadRequest, SuspiciousOperation)):
+    if isinstance(error, BadRequest):
         return ErrorAnswer(400, str(error) or "Bad request.")
     if is_outage(error):
         return ErrorAnswer(503, OUTAGE_MESSAGE, retry_after=retry_after_seconds())
