@@ -51,6 +51,8 @@ MIDDLEWARE = [
     # PostgreSQL or Redis blinking: a safe request is tried once more, anything else is a 503 with
     # Retry-After, never a 500 (annotator/resilience/middleware.py, docs/operations.md).
     "annotator.resilience.middleware.OutageMiddleware",
+    # A view's error as its 4xx page (or JSON for scripts), from the same mapping as the API's handler.
+    "annotator.middleware.ErrorPageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -92,6 +94,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "annotator.access.template_context",
             ],
         },
     },

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
-from annotator.auth import user_role
-from annotator.models import AuditEvent, Role
-from annotator.selectors.quality import campaigns_for_requester
+from annotator.access import campaigns_managed_by, is_operator, is_requester
+from annotator.models import AuditEvent
 
 
 def audit_events_visible(*, user) -> QuerySet:
     events = AuditEvent.objects.select_related("actor", "subject_user", "worker", "campaign")
-    if user.is_staff or user.is_superuser:
+    if is_operator(user):
         return events
-    if user_role(user) == Role.REQUESTER:
+    if is_requester(user):
         return events.filter(
-            Q(actor=user) | Q(subject_user=user) | Q(campaign__in=campaigns_for_requester(user=user).values("pk"))
+            Q(actor=user) | Q(subject_user=user) | Q(campaign__in=campaigns_managed_by(user).values("pk"))
         )
     return events.filter(subject_user=user)

@@ -38,13 +38,6 @@ HIT_BUCKETS = [
 CHOICE_ORDER = ["yes", "partially_yes", "mostly_no", "no"]
 
 
-def campaigns_for_requester(*, user) -> QuerySet:
-    """Campaigns the user may review: their own and those shared with them (staff: all)."""
-    if user.is_staff or user.is_superuser:
-        return Campaign.objects.all()
-    return Campaign.objects.filter(Q(owner=user) | Q(shared_with=user)).distinct()
-
-
 def review_queue(*, campaign: Campaign) -> QuerySet:
     """Submitted assignments that scoring (or a block) sent to review, oldest first."""
     return (

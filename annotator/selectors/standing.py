@@ -6,15 +6,7 @@ from __future__ import annotations
 from django.db.models import OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from annotator.models import Worker, WorkerStanding
-
-
-def workers_visible_to(*, user) -> QuerySet:
-    """Workers who did work on the user's campaigns; staff see every worker (for platform blocks)."""
-    workers = Worker.objects.order_by("id")
-    if user.is_staff or user.is_superuser:
-        return workers
-    return workers.filter(pk__in=Worker.objects.filter(assignments__hit__campaign__owner=user).values("pk"))
+from annotator.models import WorkerStanding
 
 
 def workers_with_standing(*, workers: QuerySet, requester) -> QuerySet:

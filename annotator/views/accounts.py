@@ -13,9 +13,8 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.debug import sensitive_post_parameters
 
-from annotator.auth import user_role
+from annotator.access import is_worker
 from annotator.errors import ApplicationError
-from annotator.models import Role
 from annotator.services.accounts.workers import worker_signup
 
 
@@ -110,7 +109,7 @@ class LoginView(auth_views.LoginView):
         target = self.get_redirect_url()
         if target:
             return target
-        if user_role(self.request.user) == Role.WORKER:
+        if is_worker(self.request.user):
             return reverse("work_home")
         return super().get_success_url()
 

@@ -10,8 +10,8 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET
 
-from annotator.auth import user_role
-from annotator.models import AuditEvent, Role
+from annotator.access import is_requester
+from annotator.models import AuditEvent
 from annotator.selectors.audit import audit_events_visible
 
 PAGE_SIZE = 200
@@ -21,7 +21,7 @@ PAGE_SIZE = 200
 @require_GET
 def audit_page(request):
     events = audit_events_visible(user=request.user)
-    everything = request.user.is_staff or user_role(request.user) == Role.REQUESTER
+    everything = is_requester(request.user)
     action = request.GET.get("action", "")
     if action:
         events = events.filter(action=action)

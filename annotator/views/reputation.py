@@ -7,7 +7,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotator.models import Profile, Role
 from annotator.services.accounts.reputation import profile_share_gold_record_set
-from annotator.views.access import application_errors_as_400, role_required
+from annotator.views.access import role_required
 
 
 @require_GET
@@ -19,7 +19,6 @@ def reputation_page(request):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def reputation_set(request):
     share = request.POST.get("share") == "1"
     profile_share_gold_record_set(user=request.user, share=share)
