@@ -560,7 +560,7 @@ class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         elif "rankings" in data:
             rankings = rankings_parse(raw=_json_text(data["rankings"]), directions=ALL_DIRECTIONS)
         else:
-            run = RankingRun.objects.filter(pk=data["ranking_run"], dataset_id=dataset_id).first()
+            run = runs_visible_to(request.user).filter(pk=data["ranking_run"], dataset_id=dataset_id).first()
             if run is None:
                 raise ApplicationError(f"Ranking run {data['ranking_run']} is not a run of the labels' dataset.")
         evaluation, created = evaluation_request(

@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotator.access import evaluations_visible_to
+from annotator.access import evaluations_visible_to, runs_visible_to
 from annotator.errors import ApplicationError
 from annotator.models import AggregationMethod, ExportVariant, RankingRun, Role, RunStatus
 from annotator.selectors.labelsets import labelset_get_readable
@@ -102,7 +102,8 @@ def _render_board(request, result: dict):
         "variants": ExportVariant.choices,
         "directions": result["directions"] or ([result["direction"]]),
         "query": request.GET.urlencode(),
-        "runs": RankingRun.objects.filter(dataset=label_set.dataset, status=RunStatus.SUCCEEDED)
+        "runs": runs_visible_to(request.user)
+        .filter(dataset=label_set.dataset, status=RunStatus.SUCCEEDED)
         .select_related("annotator")
         .order_by("-id")
         if label_set is not None
@@ -192,9 +193,11 @@ def research_evaluation_download(request, evaluation_id: int, fmt: str):
 
 
 def _finished_run(request, dataset_id: int) -> RankingRun:
-    run = RankingRun.objects.filter(
-        pk=request.POST.get("run") or 0, dataset_id=dataset_id, status=RunStatus.SUCCEEDED
-    ).first()
+    run = (
+        runs_visible_to(request.user)
+        .filter(pk=request.POST.get("run") or 0, dataset_id=dataset_id, status=RunStatus.SUCCEEDED)
+        .first()
+    )
     if run is None:
         raise ApplicationError("Choose a finished ranking run of the labels' dataset.")
     return run

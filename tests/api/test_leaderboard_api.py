@@ -89,3 +89,19 @@ def test_uploaded_rankings_with_a_seed_and_no_intervals(world, django_capture_on
     data = api(owner).get(f"/api/v1/evaluations/{response.json()['id']}/").json()
     assert data["settings"]["resamples"] == 0 and data["settings"]["seed"] == 4
     assert data["results"]["metrics"]["i2t"]["r1"]["low"] is None
+
+
+def test_a_public_label_set_does_not_open_another_requesters_runs(world):
+    """Anyone may evaluate against a public label set, but only with rankings they may see: the owner's
+    ranking run on that dataset stays theirs."""
+    from annotator.services.labelsets.builds import labelset_from_campaign
+
+    campaign, evaluations, owner, _ = world
+    public = labelset_from_campaign(campaign=campaign, user=owner, name="public-crowd")
+    models.LabelSet.objects.filter(pk=public.pk).update(public=True)
+    outsider = factories.user_with_role(models.Role.RESEARCHER, username="res-outsider")
+    run = evaluations["minilm-outsider"].ranking_run
+    body = {"label_set": public.pk, "name": "peek", "ranking_run": run.pk, "variant": "strict", "resamples": 50}
+    refused = api(outsider).post("/api/v1/evaluations/", body, format="json")
+    assert refused.status_code == 400 and "not a run of the labels' dataset" in refused.json()["error"]
+    assert not models.Evaluation.objects.filter(name="peek").exists()
