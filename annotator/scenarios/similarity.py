@@ -72,7 +72,8 @@ def similarity_crowd_work(
         hit__campaign=campaign, status=AssignmentStatus.SUBMITTED, scored_at__isnull=True
     ).values_list("pk", flat=True):
         assignment_score(assignment_id=pk)
-    later = now + timedelta(hours=campaign.auto_approve_hours + 48)
+    # Past the auto-approval time and the longest wait for peers: what is not flagged now gets approved.
+    later = now + timedelta(hours=campaign.auto_approve_hours) + timedelta(days=30)
     assignments_auto_approve_due(now=later, limit=100_000)
     statuses = Assignment.objects.filter(hit__campaign=campaign)
     return {
