@@ -96,3 +96,35 @@ def test_the_visual_annotator_reads_no_text():
     assert annotator.directions == ("i2i",) and not annotator.reads_texts
     with pytest.raises(ValueError, match="no text"):
         annotator.encode_texts(["a red ball"])
+
+
+def test_on_the_synthetic_scenes_the_visual_annotator_finds_related_images_far_above_chance(tmp_path):
+    """Two scenes are related when one caption describes both; the visual annotator sees only pixels."""
+    import json
+    import random
+
+    from annotator.analysis.hit_rate import hit_rates, intra_modal_truth
+    from annotator.scenarios.synthetic import make_synthetic_dataset
+    from annotator.selectors.ranking import top_lists
+    from annotator.services.importing.imports import dataset_import
+
+    make_synthetic_dataset(out_dir=tmp_path, images=400, seed=4)
+    dataset = dataset_import(
+        name="visual-scenes", captions_path=tmp_path / "captions.json", images_path=tmp_path / "images"
+    )
+    truth = json.loads((tmp_path / "truth.json").read_text())
+    image_pk = dict(models.Image.objects.filter(dataset=dataset).values_list("source_id", "pk"))
+    caption_pk = dict(models.Caption.objects.filter(dataset=dataset).values_list("source_id", "pk"))
+    related = intra_modal_truth(
+        t2i={caption_pk[c]: {image_pk[str(i)] for i in ids} for c, ids in truth["t2i"].items()},
+        i2t={image_pk[i]: {caption_pk[str(c)] for c in ids} for i, ids in truth["i2t"].items()},
+    )["i2i"]
+    run = new_run(dataset, "visual", top_k=10)
+    assert ranking_run_execute(run.pk) == models.RunStatus.SUCCEEDED
+    visual = hit_rates(ranked=top_lists(run=run, direction="i2i"), truth=related, ks=(1, 5))
+    rng = random.Random(0)
+    images = list(image_pk.values())
+    chance = hit_rates(
+        ranked={q: [t for t in rng.sample(images, 6) if t != q][:5] for q in related}, truth=related, ks=(1, 5)
+    )
+    assert visual["top1"] > 3 * chance["top1"] and visual["top5"] > 2 * chance["top5"]
