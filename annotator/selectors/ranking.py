@@ -104,8 +104,9 @@ def annotator_diversity(
 ) -> dict | None:
     """ECCV Table A.1 over the latest succeeded run of each annotator: Kendall's tau-b and average top-1 rank.
 
-    Uses the queries every run of this direction ranked, at most `max_queries` of them (a fixed sample: the lowest ids after a
-    seeded shuffle), so the dataset page stays fast on a large dataset. None with fewer than two runs.
+    Uses the queries every run of this direction ranked, at most `max_queries` of them (a fixed sample: the
+    lowest ids after a seeded shuffle), so the dataset page stays fast on a large dataset. None with fewer
+    than two runs.
     """
     # Only the runs that rank this direction (the visual annotator ranks image-image pairs alone).
     runs = [
