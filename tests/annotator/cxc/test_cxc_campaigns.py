@@ -11,6 +11,7 @@ from annotator.errors import ApplicationError
 from annotator.models import HitItem, ItemRole, Label, Pair, PairSource
 from annotator.scales import campaign_scale
 from annotator.scenarios.similarity import similarity_crowd_work
+from annotator.selectors.cxc_analysis import campaign_cxc_analysis
 from annotator.services.campaigns.build import campaign_build
 from annotator.services.campaigns.lifecycle import campaign_create, campaign_launch
 from annotator.services.exports.write import labels_write
@@ -106,6 +107,13 @@ def test_caption_pairs_come_from_image_similarity_and_co_captions_and_are_rated_
     mean = lambda method: [l.score for l in labels if l.pair.sampling_method == method]  # noqa: E731,E741
     average = lambda values: sum(values) / len(values)  # noqa: E731
     assert average(mean("c2c_cocaption")) > 3 > average(mean("c2c_random"))
+
+    # CxC's analyses: the spread of each pair's ratings, and the visual run's agreement with the raters.
+    analysis = campaign_cxc_analysis(campaign=campaign, samples=100)
+    assert analysis["task"] == "STS" and analysis["spread"]["pairs"] > 0
+    assert 0.2 < analysis["spread"]["mean_sd"] < 0.8  # the raters' noise is 0.5
+    assert [run["annotator"] for run in analysis["runs"]] == ["visual"]
+    assert analysis["runs"][0]["queries"] > 0
 
     rows = _export(campaign)
     assert list(rows[0]) == ["caption1", "caption2", "agg_score", "sampling_method"]
