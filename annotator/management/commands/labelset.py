@@ -84,7 +84,7 @@ class Command(BaseCommand):
 
         export = sub.add_parser(
             "export",
-            help="Write a set as ECCV JSON, one ECCV split file, CSV, JSONL or a CxC file (cxc_sits, cxc_sts, cxc_sis).",
+            help="Write a set as ECCV JSON, one ECCV split file, CSV, JSONL or a CxC file (cxc_sits/sts/sis).",
         )
         export.add_argument("set")
         export.add_argument("--to", required=True, help="File path, or - for stdout.")
