@@ -1,8 +1,10 @@
 """Benchmark: hit rate of the machine annotators on the synthetic dataset, whose truth is exact.
 
-For each annotator (minilm_pivot, tfidf_pivot) and direction, the share of queries with a true match
-(truth.json of `make_synthetic_dataset`, every caption-image pair that is truly described, not only the
-original pairs) in the top 1, 5 and 10; plus their diversity (ECCV Table A.1: Kendall's tau-b of the
+For each annotator (minilm_pivot, tfidf_pivot, and the visual one, which ranks images only) and direction,
+the share of queries with a true match in the top 1, 5 and 10, next to a random ranking's. The truth is
+truth.json of `make_synthetic_dataset`: every caption-image pair that is truly described, not only the
+original pairs; two images are related when one caption describes both (they share all of its facts), two
+captions when they describe a common image; plus their diversity (ECCV Table A.1: Kendall's tau-b of the
 top-25 lists, average rank of one's top-1 in the other's list). CLIP is not measured: no CLIP weights can be
 had here (a real checkpoint directory works the same way: `--clip DIR`).
 
@@ -16,6 +18,7 @@ Results are also written to bench/out/ranking_hit_rate.json.
 import argparse
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -37,7 +40,7 @@ from django.db import connection  # noqa: E402
 
 
 def main(args) -> dict:
-    from annotator.analysis.hit_rate import hit_rates
+    from annotator.analysis.hit_rate import hit_rates, intra_modal_truth
     from annotator.models import Caption, Image, RankingRun, RunStatus
     from annotator.scenarios.synthetic import make_synthetic_dataset
     from annotator.selectors.ranking import annotator_diversity, top_lists
@@ -64,7 +67,12 @@ def main(args) -> dict:
         "t2i": {captions[c]: {images[str(i)] for i in ids} for c, ids in truth["t2i"].items()},
         "i2t": {images[i]: {captions[str(c)] for c in ids} for i, ids in truth["i2t"].items()},
     }
-    annotators = [("minilm_pivot", "minilm_pivot", ""), ("tfidf_pivot", "tfidf_pivot", "")]
+    truths.update(intra_modal_truth(t2i=truths["t2i"], i2t=truths["i2t"]))
+    annotators = [
+        ("minilm_pivot", "minilm_pivot", ""),
+        ("tfidf_pivot", "tfidf_pivot", ""),
+        ("visual", "visual", ""),
+    ]
     if args.clip:
         annotators.append(("clip", "clip", args.clip))
     results = {"images": args.images, "seed": args.seed, "annotators": {}}
@@ -80,19 +88,45 @@ def main(args) -> dict:
             print(f"{name}: {status} {run.error}")
             continue
         results["annotators"][name] = {"seconds": seconds, "device": run.device}
-        for direction in ("i2t", "t2i"):
-            rates = hit_rates(ranked=top_lists(run=run, direction=direction), truth=truths[direction], ks=(1, 5, 10))
+        for direction in ("i2t", "t2i", "t2t", "i2i"):
+            ranked = top_lists(run=run, direction=direction)
+            if not ranked:  # the visual annotator ranks images against images only
+                continue
+            rates = hit_rates(ranked=ranked, truth=truths[direction], ks=(1, 5, 10))
             results["annotators"][name][direction] = rates
             print(
                 f"{name:<14} {direction:<9} {rates['queries']:>7} {rates['top1']:>6.3f} {rates['top5']:>6.3f} {rates['top10']:>6.3f} {seconds:>8.1f}"
             )
-    for direction in ("t2i", "i2t"):
+    rng = random.Random(args.seed)
+    spaces = {"i2t": list(captions.values()), "t2i": list(images.values())}
+    spaces.update(t2t=spaces["i2t"], i2i=spaces["t2i"])
+    results["random"] = {}
+    for direction in ("i2t", "t2i", "t2t", "i2i"):
+        targets = spaces[direction]
+        ranked = {
+            query: [t for t in rng.sample(targets, min(len(targets), 11)) if t != query][:10]
+            for query in truths[direction]
+        }
+        rates = hit_rates(ranked=ranked, truth=truths[direction], ks=(1, 5, 10))
+        results["random"][direction] = rates
+        print(
+            f"{'random':<14} {direction:<9} {rates['queries']:>7} {rates['top1']:>6.3f} {rates['top5']:>6.3f} {rates['top10']:>6.3f} {0:>8.1f}"
+        )
+    visual, chance = results["annotators"].get("visual", {}).get("i2i"), results["random"]["i2i"]
+    if visual:
+        print(
+            f"visual i2i top5 {visual['top5']:.3f} vs random {chance['top5']:.3f}: "
+            f"{visual['top5'] / max(chance['top5'], 1e-9):.1f}x"
+        )
+    for direction in ("t2i", "i2t", "i2i"):
         diversity = annotator_diversity(dataset=dataset, direction=direction, k=25, max_queries=args.diversity_queries)
         if diversity:
             results[f"diversity_{direction}"] = diversity
             names = diversity["annotators"]
             for i, row in enumerate(names):
                 for j, column in enumerate(names):
+                    if diversity["tau"][i][j] is None or diversity["avg_rank"][i][j] is None:
+                        continue  # one of the two does not rank this direction
                     if i < j:
                         print(f"diversity {direction}: tau-b({row}, {column}) = {diversity['tau'][i][j]:.3f}")
                     if i != j:

@@ -162,9 +162,11 @@ def crowdkit_frame(frame, model) -> dict[int, AggregatedLabel]:
     return labels
 
 
-def mean_score(votes: list[Vote], *, prior_sd: float = 1.0) -> dict[int, AggregatedLabel]:
+def mean_score(
+    votes: list[Vote], *, prior_sd: float = 1.0, positive_at: float = SIMILARITY_POSITIVE_AT
+) -> dict[int, AggregatedLabel]:
     """Similarity: the mean 0-5 rating with its standard error; confidence = share of ratings on the mean's
-    side of 3.
+    side of `positive_at` (3 by default; Crisscrossed Captions uses 2.5 for image pairs).
 
     The 90% interval of the mean is Student's t with the pair's own spread, except that the spread is
     pooled with a prior standard deviation `prior_sd` (one pseudo-rating), so two identical ratings do not
@@ -184,8 +186,8 @@ def mean_score(votes: list[Vote], *, prior_sd: float = 1.0) -> dict[int, Aggrega
         sd = ((squares + prior_sd**2) / n) ** 0.5  # n - 1 degrees of freedom plus the prior's one
         se = sd / n**0.5
         t = stats.t.ppf(0.95, df=n)
-        is_positive = mean >= SIMILARITY_POSITIVE_AT
-        agreeing = sum(1 for s in scores if (s >= SIMILARITY_POSITIVE_AT) == is_positive)
+        is_positive = mean >= positive_at
+        agreeing = sum(1 for s in scores if (s >= positive_at) == is_positive)
         labels[pair_id] = AggregatedLabel(
             choice="",
             score=mean,
@@ -193,7 +195,7 @@ def mean_score(votes: list[Vote], *, prior_sd: float = 1.0) -> dict[int, Aggrega
             is_positive_strict=mean >= SIMILARITY_STRICT_AT,
             confidence=agreeing / n,
             answer_count=n,
-            probability=float(stats.t.cdf((mean - SIMILARITY_POSITIVE_AT) / se, df=n)),
+            probability=float(stats.t.cdf((mean - positive_at) / se, df=n)),
             score_low=max(mean - t * se, 0.0),
             score_high=min(mean + t * se, 5.0),
         )

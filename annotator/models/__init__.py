@@ -2,6 +2,7 @@ from annotator.models.accounts import Profile, Role
 from annotator.models.audit import AuditAction, AuditEvent
 from annotator.models.campaign import (
     CAMPAIGN_TRANSITIONS,
+    CXC_POSITIVE_AT,
     LABEL_MODELS,
     Campaign,
     CampaignDirection,
@@ -14,6 +15,7 @@ from annotator.models.campaign import (
     Pair,
     PairKind,
     PairSource,
+    Sampling,
     Scale,
 )
 from annotator.models.categories import Category, ImageCategory

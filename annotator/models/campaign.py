@@ -20,6 +20,11 @@ class Scale(models.TextChoices):
     SIMILARITY = "similarity", "Continuous 0-5 similarity (Crisscrossed Captions)"
 
 
+class Sampling(models.TextChoices):
+    POOL = "pool", "Every annotator's top k, pooled (ECCV Caption)"
+    CXC = "cxc", "Other-modality sampling (Crisscrossed Captions)"
+
+
 class CampaignStatus(models.TextChoices):
     DRAFT = "draft", "Draft"
     BUILDING = "building", "Building"  # a worker is pooling and packing its HITs (campaign_build_run)
@@ -45,6 +50,9 @@ class GoldFailAction(models.TextChoices):
     REJECT = "reject", "Reject automatically"
 
 
+# Crisscrossed Captions' positives: mean rating >= 3 for STS and SITS, >= 2.5 for SIS.
+CXC_POSITIVE_AT = {"t2t": 3.0, "i2i": 2.5, "i2t": 3.0, "t2i": 3.0, "both": 3.0}
+
 # The label models a campaign may choose (AggregationMethod values; `mean` is the similarity scale's).
 LABEL_MODELS = ["posterior", "dawid_skene", "glad", "mace", "wawa", "majority", "gold_weighted", "mean"]
 
@@ -68,6 +76,16 @@ class Campaign(models.Model):
     )
     seed = models.IntegerField(default=0)
     pool_depth = models.PositiveIntegerField(default=5)
+    # How caption-caption and image-image candidates are chosen (annotator/analysis/cxc_sampling.py): pooled
+    # from same-modality rankings, or CxC's other modality with co-captions and a share of random pairs.
+    sampling = models.CharField(max_length=8, choices=Sampling.choices, default=Sampling.POOL)
+    cocaption_share = models.FloatField(default=0.5, validators=[MinValueValidator(0.0), MaxValueValidator(0.9)])
+    random_pair_share = models.FloatField(default=0.1, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    # A similarity-scale pair is positive when its mean rating reaches this; empty: CxC's own (3 for STS and
+    # SITS, 2.5 for SIS).
+    similarity_positive_at = models.FloatField(
+        null=True, blank=True, validators=[MinValueValidator(0.0), MaxValueValidator(5.0)]
+    )
     gold_exclusion_depth = models.PositiveIntegerField(default=25)
     candidates_per_hit = models.PositiveIntegerField(default=16, validators=[MinValueValidator(1)])
     gold_positives_per_hit = models.PositiveIntegerField(default=1)
@@ -121,6 +139,12 @@ class Campaign(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(status__in=CampaignStatus.values), name="campaign_status_valid"),
             models.CheckConstraint(condition=Q(scale__in=Scale.values), name="campaign_scale_valid"),
+            models.CheckConstraint(condition=Q(sampling__in=Sampling.values), name="campaign_sampling_valid"),
+            models.CheckConstraint(
+                condition=Q(similarity_positive_at__isnull=True)
+                | Q(similarity_positive_at__gte=0, similarity_positive_at__lte=5),
+                name="campaign_similarity_positive_at_range",
+            ),
             models.CheckConstraint(condition=Q(redundancy__gte=1, redundancy__lte=9), name="campaign_redundancy_range"),
             models.CheckConstraint(condition=Q(label_model__in=LABEL_MODELS), name="campaign_label_model_valid"),
             models.CheckConstraint(
@@ -138,6 +162,13 @@ class Campaign(models.Model):
     @property
     def hit_size(self) -> int:
         return self.candidates_per_hit + self.gold_positives_per_hit + self.gold_negatives_per_hit
+
+    @property
+    def positive_at(self) -> float:
+        """Where a mean similarity rating becomes positive: the campaign's own, else CxC's for its task."""
+        if self.similarity_positive_at is not None:
+            return float(self.similarity_positive_at)
+        return CXC_POSITIVE_AT.get(self.direction, 3.0)
 
 
 class PairKind(models.TextChoices):
@@ -161,6 +192,9 @@ class Pair(models.Model):
     other_caption = models.ForeignKey(Caption, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     is_original = models.BooleanField(default=False)  # an original pair of the dataset
     direction = models.CharField(max_length=3, blank=True)  # the stage that proposed it (i2t, t2i, ...)
+    # How the pair was chosen, in Crisscrossed Captions' words where it has one (i2i_csim, c2c_isim,
+    # c2c_cocaption, ...); empty for pairs pooled from rankings the ECCV way.
+    sampling_method = models.CharField(max_length=32, blank=True, default="")
     query_id = models.BigIntegerField(null=True, blank=True)  # the query it was proposed for
 
     class Meta:

@@ -213,6 +213,7 @@ class LabelSetPair(models.Model):
     is_positive = models.BooleanField()
     score = models.FloatField(null=True, blank=True)  # a rated set's 0-5 mean, a crowd label's score
     choice = models.CharField(max_length=16, blank=True)  # a crowd label's aggregated answer
+    sampling_method = models.CharField(max_length=32, blank=True, default="")  # how a rated file chose it (CxC)
 
     class Meta:
         constraints = [

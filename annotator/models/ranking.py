@@ -8,6 +8,7 @@ class AnnotatorKind(models.TextChoices):
     CLIP = "clip", "CLIP (Hugging Face checkpoint directory)"
     MINILM_PIVOT = "minilm_pivot", "all-MiniLM-L6-v2, images pivoted through their captions"
     TFIDF_PIVOT = "tfidf_pivot", "TF-IDF, images pivoted through their captions"
+    VISUAL = "visual", "Colour, layout and gradient features (images only, no text, no weights)"
     EXTERNAL = "external", "External label set (imported, not a model)"
     UPLOADED = "uploaded", "Rankings uploaded by a researcher (a model run elsewhere)"
 

@@ -104,10 +104,16 @@ def annotator_diversity(
 ) -> dict | None:
     """ECCV Table A.1 over the latest succeeded run of each annotator: Kendall's tau-b and average top-1 rank.
 
-    Uses the queries every run ranked, at most `max_queries` of them (a fixed sample: the lowest ids after a
-    seeded shuffle), so the dataset page stays fast on a large dataset. None with fewer than two runs.
+    Uses the queries every run of this direction ranked, at most `max_queries` of them (a fixed sample: the
+    lowest ids after a seeded shuffle), so the dataset page stays fast on a large dataset. None with fewer
+    than two runs.
     """
-    runs = latest_succeeded_runs(dataset=dataset)
+    # Only the runs that rank this direction (the visual annotator ranks image-image pairs alone).
+    runs = [
+        run
+        for run in latest_succeeded_runs(dataset=dataset)
+        if Candidate.objects.filter(run=run, direction=direction).exists()
+    ]
     if len(runs) < 2:
         return None
     common = None

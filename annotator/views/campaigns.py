@@ -36,7 +36,19 @@ from annotator.views.access import role_required
 
 FIELDSETS = [
     ("What to verify", ["name", "dataset", "runs", "direction", "scale", "rationale_followups"]),
-    ("Which queries and candidates", ["sample_count", "sample_fraction", "seed", "pool_depth", "gold_exclusion_depth"]),
+    (
+        "Which queries and candidates",
+        [
+            "sample_count",
+            "sample_fraction",
+            "seed",
+            "pool_depth",
+            "gold_exclusion_depth",
+            "sampling",
+            "cocaption_share",
+            "random_pair_share",
+        ],
+    ),
     (
         "HIT composition",
         ["candidates_per_hit", "gold_positives_per_hit", "gold_negatives_per_hit", "gold_reuse_limit", "redundancy"],
@@ -52,6 +64,7 @@ FIELDSETS = [
             "gold_max_exposure",
             "strict_gold",
             "similarity_gold_threshold",
+            "similarity_positive_at",
             "gold_fail_action",
             "auto_approve_hours",
             "min_seconds_per_item",
@@ -74,6 +87,9 @@ FIELDSETS = [
 ]
 # Left empty, these take the campaign's default (a form sent without them still makes a campaign).
 DEFAULTED = (
+    "sampling",
+    "cocaption_share",
+    "random_pair_share",
     "tolerated_gold_misses",
     "label_model",
     "settle_probability",
@@ -87,6 +103,11 @@ HELP = {
     "sample_count": "Queries drawn per stage with the seed; leave both empty to take every query.",
     "sample_fraction": "Between 0 and 1, instead of a count.",
     "seed": "The same seed and options build the same HITs.",
+    "sampling": "Caption-caption and image-image pairs: the runs' own top k, or Crisscrossed Captions' other "
+    "modality (image pairs from caption similarity, caption pairs from a visual or CLIP run).",
+    "cocaption_share": "Crisscrossed Captions sampling: the share of caption pairs taken from the same image.",
+    "random_pair_share": "Crisscrossed Captions sampling: random pairs added, as a share of the model pairs.",
+    "similarity_positive_at": "A pair is positive from this mean rating; empty: 3 (STS, SITS) or 2.5 (SIS).",
     "pool_depth": "Each annotator's top k per query goes into the pool (ECCV: 5).",
     "gold_exclusion_depth": "Gold negatives are in no annotator's top this many for their query (ECCV: 25).",
     "gold_reuse_limit": "A gold pair appears in at most this many HITs.",

@@ -27,7 +27,7 @@ from annotator.services.ranking.runs import ranking_run_cancel, ranking_run_retr
 from annotator.views.access import role_required
 
 READERS = (Role.REQUESTER, Role.RESEARCHER)
-BUILT_IN = (AnnotatorKind.MINILM_PIVOT, AnnotatorKind.TFIDF_PIVOT)
+BUILT_IN = (AnnotatorKind.MINILM_PIVOT, AnnotatorKind.TFIDF_PIVOT, AnnotatorKind.VISUAL)
 
 
 def _require_manage(user, dataset: Dataset) -> None:
@@ -107,10 +107,11 @@ def annotator_create(request):
 @role_required(*READERS)
 def run_detail(request, run_id: int):
     run = get_object_or_404(runs_visible_to(request.user).select_related("annotator", "dataset"), pk=run_id)
-    direction = request.GET.get("direction", Direction.T2I)
-    if direction not in (Direction.I2T, Direction.T2I):
-        direction = Direction.T2I
-    queries = run.dataset.captions if direction == Direction.T2I else run.dataset.images
+    default = Direction.I2I if run.annotator.kind == "visual" else Direction.T2I  # it ranks images only
+    direction = request.GET.get("direction", default)
+    if direction not in Direction.values:
+        direction = default
+    queries = run.dataset.captions if direction in (Direction.T2I, Direction.T2T) else run.dataset.images
     query = None
     try:
         query = queries.filter(pk=int(request.GET["query"])).first() if "query" in request.GET else queries.first()

@@ -59,6 +59,10 @@ class Annotator:
     kind = ""
     pivot = False  # images are represented by their own captions
     sparse = False  # encode_texts returns a scipy.sparse CSR matrix instead of a dense tensor
+    # What the annotator ranks. Every text-and-image model ranks all four; one that sees only pixels ranks
+    # image-image pairs and never encodes a caption.
+    directions: tuple[str, ...] = ("i2t", "t2i", "t2t", "i2i")
+    reads_texts = True
 
     def __init__(self, *, checkpoint_path: str = "", config: dict | None = None, device: str = "cpu"):
         self.checkpoint_path = checkpoint_path
@@ -230,6 +234,85 @@ class TfidfPivotAnnotator(PivotMixin, Annotator):
     def encode_texts(self, texts: list[str]):
         fitted = self if self.vectorizer is not None else self.for_corpus(texts)
         return fitted.vectorizer.transform(list(texts)).tocsr().astype(np.float32)
+
+
+VISUAL_DEFAULTS = {"side": 96, "hue_bins": 12, "grid": 4, "hog_cells": 4, "orientations": 9}
+
+
+@register("visual")
+class VisualAnnotator(Annotator):
+    """Image-to-image similarity from the pixels alone: no text, no weights, nothing to download.
+
+    Three normalised blocks, concatenated and normalised again: a hue-saturation-value colour histogram
+    (what colours, how much of each), the mean colour of each cell of a coarse grid (where the colours are:
+    the layout), and a histogram of oriented gradients on a small grey copy (shapes and texture, from
+    scikit-image). Each block is centred and scaled by its own length, so none drowns the others. It ranks
+    images that have no caption, and it disagrees with the caption pivots in useful ways.
+    """
+
+    directions = ("i2i",)
+    reads_texts = False
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.params = {**VISUAL_DEFAULTS, **self.config}
+
+    def weights_hash(self) -> str:
+        import skimage
+
+        spec = json.dumps({"params": self.params, "skimage": skimage.__version__, "v": 1}, sort_keys=True)
+        return hashlib.sha256(spec.encode()).hexdigest()
+
+    def encode_texts(self, texts: list[str]):
+        raise ValueError("The visual annotator reads no text; it ranks images against images only.")
+
+    def features(self, picture) -> np.ndarray:
+        from skimage.feature import hog
+
+        side, grid = int(self.params["side"]), int(self.params["grid"])
+        rgb = np.asarray(picture.convert("RGB").resize((side, side)), dtype=np.float32) / 255.0
+        hsv = np.asarray(picture.convert("RGB").resize((side, side)).convert("HSV"), dtype=np.float32) / 255.0
+        bins = int(self.params["hue_bins"])
+        colour, _ = np.histogramdd(hsv.reshape(-1, 3), bins=(bins, 3, 3), range=((0, 1), (0, 1), (0, 1)))
+        colour = np.sqrt(colour.ravel() / (side * side))  # Hellinger: a large area does not swamp a small one
+        cells = rgb.reshape(grid, side // grid, grid, side // grid, 3).mean(axis=(1, 3)).ravel()
+        grey = rgb @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
+        cell = side // int(self.params["hog_cells"])
+        gradients = hog(
+            grey,
+            orientations=int(self.params["orientations"]),
+            pixels_per_cell=(cell, cell),
+            cells_per_block=(1, 1),
+            feature_vector=True,
+        )
+        return np.concatenate([colour, cells, np.asarray(gradients, dtype=np.float32)]).astype(np.float32)
+
+    def block_sizes(self) -> list[int]:
+        bins, grid, cells = int(self.params["hue_bins"]), int(self.params["grid"]), int(self.params["hog_cells"])
+        return [bins * 9, grid * grid * 3, cells * cells * int(self.params["orientations"])]
+
+    def encode_images(self, images: list) -> torch.Tensor:
+        raw = torch.from_numpy(np.stack([self.features(picture) for picture in images]))
+        return self.normalise(raw)
+
+    def normalise(self, raw: torch.Tensor) -> torch.Tensor:
+        """Each block on its own scale, then the whole vector; applied again to all images at ranking time
+        (`for_images`), where the centring uses the whole collection."""
+        parts, start = [], 0
+        for size in self.block_sizes():
+            parts.append(F.normalize(raw[:, start : start + size].float(), dim=1))
+            start += size
+        return F.normalize(torch.cat(parts, dim=1), dim=1)
+
+    def for_images(self, embedded: torch.Tensor) -> torch.Tensor:
+        """Centre every block on the collection's mean, so what all images share (the same canvas, the
+        same sky) counts for nothing and what tells them apart counts for everything."""
+        parts, start = [], 0
+        for size in self.block_sizes():
+            block = embedded[:, start : start + size]
+            parts.append(F.normalize(block - block.mean(dim=0, keepdim=True), dim=1))
+            start += size
+        return F.normalize(torch.cat(parts, dim=1), dim=1)
 
 
 @functools.lru_cache(maxsize=4)

@@ -33,7 +33,14 @@ from workers.ranking.topk import SelfPivot, chunk_rows, chunked_topk, dense_bloc
 
 logger = logging.getLogger(__name__)
 
-DIRECTIONS = (Direction.I2T, Direction.T2I)
+DIRECTIONS = (Direction.I2T, Direction.T2I, Direction.T2T, Direction.I2I)
+# Which id space each direction's queries and targets live in.
+SPACES = {
+    Direction.I2T: ("images", "texts"),
+    Direction.T2I: ("texts", "images"),
+    Direction.T2T: ("texts", "texts"),
+    Direction.I2I: ("images", "images"),
+}
 
 
 class RunStopped(Exception):
@@ -163,24 +170,26 @@ class RunExecution:
     # -- plan -------------------------------------------------------------------------------------------
     def _plan(self, corpus: Corpus, annotator: Annotator) -> dict:
         n_c, n_i = len(corpus.texts), len(corpus.image_ids)
+        sizes = {"texts": n_c, "images": n_i}
         shard = self.options["shard_size"]
+        directions = [d for d in DIRECTIONS if d in annotator.directions]
         rows = {
-            Direction.I2T: chunk_rows(
-                n_targets=n_c, chunk_size=self.options["rows_per_chunk"], block_bytes=self.options["block_bytes"]
-            ),
-            Direction.T2I: chunk_rows(
-                n_targets=n_i, chunk_size=self.options["rows_per_chunk"], block_bytes=self.options["block_bytes"]
-            ),
+            direction: chunk_rows(
+                n_targets=sizes[SPACES[direction][1]],
+                chunk_size=self.options["rows_per_chunk"],
+                block_bytes=self.options["block_bytes"],
+            )
+            for direction in directions
         }
         plan = {
             "version": corpus.version,
             "weights_hash": annotator.weights_hash(),
             "shard_size": shard,
-            "texts": -(-n_c // shard),
+            "texts": -(-n_c // shard) if annotator.reads_texts else 0,
             "images": 0 if annotator.pivot else -(-n_i // shard),
             "rows_per_chunk": rows,
-            Direction.I2T: -(-n_i // rows[Direction.I2T]),
-            Direction.T2I: -(-n_c // rows[Direction.T2I]),
+            "directions": directions,
+            **{direction: -(-sizes[SPACES[direction][0]] // rows[direction]) for direction in directions},
         }
         with transaction.atomic():
             locked = self._locked()
@@ -192,7 +201,7 @@ class RunExecution:
                     logger.warning("Ranking run %s: dataset or weights changed, restarting", locked.pk)
                 Candidate.objects.filter(run_id=locked.pk).delete()
                 locked.progress = {"plan": plan}
-            locked.chunks_total = plan["texts"] + plan["images"] + plan[Direction.I2T] + plan[Direction.T2I]
+            locked.chunks_total = plan["texts"] + plan["images"] + sum(int(plan.get(d, 0)) for d in DIRECTIONS)
             locked.progress["resumed_at"] = time.time()
             locked.progress["done_at_resume"] = sum(
                 int(locked.progress.get(name, 0)) for name in ("texts", "images", *DIRECTIONS)
@@ -227,12 +236,16 @@ class RunExecution:
         sparse = scipy.sparse.issparse(queries)
         block = sparse_block(queries, targets, self.device) if sparse else dense_block(queries, targets)
         pivot_patch = None
-        if pivot is not None:
+        if pivot is not None and direction in (Direction.I2T, Direction.T2I):
             pivot_patch = pivot.patch_image_queries if direction == Direction.I2T else pivot.patch_caption_queries
+        same_space = direction in (Direction.T2T, Direction.I2I)
 
         def patch(scores, start, stop):
             if pivot_patch is not None:
                 pivot_patch(scores, start, stop)
+            if same_space:  # a caption or an image is never its own candidate (CxC's diagonal zero)
+                rows_here = torch.arange(stop - start, device=scores.device)
+                scores[rows_here, rows_here + start] = float("-inf")
             if sparse:  # TF-IDF: no shared word is no evidence, never a candidate (also clears round-off)
                 scores[scores <= 1e-6] = float("-inf")
 
@@ -287,14 +300,17 @@ class RunExecution:
         cache = EmbeddingCache(
             dataset_id=run.dataset_id, kind=annotator_model.kind, weights_hash=weights_hash, version=corpus.version
         )
-        texts = self.encode(
-            what="texts",
-            items=corpus.texts,
-            encode_batch=self.annotator.encode_texts,
-            batch_size=self.options["text_batch"],
-            cache=cache,
-            plan=plan,
-        )
+        texts = None
+        if self.annotator.reads_texts:
+            texts = self.encode(
+                what="texts",
+                items=corpus.texts,
+                encode_batch=self.annotator.encode_texts,
+                batch_size=self.options["text_batch"],
+                cache=cache,
+                plan=plan,
+            )
+        pivot = None
         if self.annotator.pivot:
             images, pivot = image_representations(texts_embedded=texts, corpus=corpus)
         else:
@@ -307,33 +323,29 @@ class RunExecution:
                 plan=plan,
                 loader=load_pil,
             )
-            pivot = None
-        if not scipy.sparse.issparse(texts):
-            texts, images = texts.to(self.device), images.to(self.device)
+            if hasattr(self.annotator, "for_images"):
+                images = self.annotator.for_images(images)
+        if not scipy.sparse.issparse(images):
+            images = images.to(self.device)
+            texts = texts.to(self.device) if texts is not None else None
             if pivot is not None:
                 pivot = SelfPivot.build(
                     owner=pivot.owner.to(self.device),
                     image_sums_norms=pivot.image_norms.to(self.device),
                     caption_sq_norms=pivot.caption_sq_norms.to(self.device),
                 )
-        self.rank_direction(
-            Direction.I2T,
-            queries=images,
-            targets=texts,
-            query_ids=corpus.image_ids,
-            target_ids=corpus.caption_ids,
-            pivot=pivot,
-            plan=plan,
-        )
-        self.rank_direction(
-            Direction.T2I,
-            queries=texts,
-            targets=images,
-            query_ids=corpus.caption_ids,
-            target_ids=corpus.image_ids,
-            pivot=pivot,
-            plan=plan,
-        )
+        spaces = {"texts": (texts, corpus.caption_ids), "images": (images, corpus.image_ids)}
+        for direction in plan.get("directions", [Direction.I2T, Direction.T2I]):
+            (queries, query_ids), (targets, target_ids) = (spaces[side] for side in SPACES[direction])
+            self.rank_direction(
+                direction,
+                queries=queries,
+                targets=targets,
+                query_ids=query_ids,
+                target_ids=target_ids,
+                pivot=pivot,
+                plan=plan,
+            )
         with transaction.atomic():
             locked = self._locked()
             check_transition(

@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.errors import ApplicationError
-from annotator.models import CampaignDirection, Dataset, RankingRun, Scale
+from annotator.models import CampaignDirection, Dataset, RankingRun, Sampling, Scale
 from annotator.selectors.campaigns import campaign_statistics
 from annotator.services.campaigns.build import campaign_build
 from annotator.services.campaigns.lifecycle import campaign_create, campaign_launch
@@ -23,7 +23,13 @@ INT_OPTIONS = (
     "lease_minutes",
     "max_hits_per_worker",
 )
-FLOAT_OPTIONS = ("sample_fraction", "platform_fee_percent")
+FLOAT_OPTIONS = (
+    "sample_fraction",
+    "platform_fee_percent",
+    "cocaption_share",
+    "random_pair_share",
+    "similarity_positive_at",
+)
 
 
 class Command(BaseCommand):
@@ -35,7 +41,15 @@ class Command(BaseCommand):
         parser.add_argument("--name", required=True)
         parser.add_argument("--owner", help="requester username (default: the dataset's owner)")
         parser.add_argument("--direction", choices=CampaignDirection.values, default=CampaignDirection.I2T)
-        parser.add_argument("--scale", choices=Scale.values, default=Scale.FOUR_CHOICE)
+        parser.add_argument(
+            "--scale", choices=Scale.values, help="default: similarity for t2t and i2i, else four_choice"
+        )
+        parser.add_argument(
+            "--sampling",
+            choices=Sampling.values,
+            default=Sampling.POOL,
+            help="t2t/i2i: pool the runs' own top k, or cxc (other modality, co-captions, random pairs)",
+        )
         parser.add_argument("--no-rationale-followups", action="store_true", help="do not ask why (four-choice)")
         for name in INT_OPTIONS:
             parser.add_argument("--" + name.replace("_", "-"), type=int, dest=name)
@@ -59,7 +73,11 @@ class Command(BaseCommand):
             raise CommandError(f"No ranking runs with ids {missing}.")
         owner = self._owner(opts.get("owner"), dataset)
         options = {name: opts[name] for name in (*INT_OPTIONS, *FLOAT_OPTIONS) if opts.get(name) is not None}
-        options.update(direction=opts["direction"], scale=opts["scale"], name=opts["name"])
+        intra = opts["direction"] in (CampaignDirection.T2T, CampaignDirection.I2I)
+        scale = opts["scale"] or (Scale.SIMILARITY if intra else Scale.FOUR_CHOICE)
+        options.update(direction=opts["direction"], scale=scale, name=opts["name"], sampling=opts["sampling"])
+        if opts["direction"] == CampaignDirection.I2I:  # image pairs have no original pair to be gold
+            options.setdefault("gold_positives_per_hit", 0)
         if opts["no_rationale_followups"]:
             options["rationale_followups"] = False
         try:
@@ -77,6 +95,8 @@ class Command(BaseCommand):
                 f"  stage {stage['direction']}: {stage['query_count']} queries, {stage['proposals']} proposals, "
                 f"{stage['new_pairs']} new pairs, {stage['hits']} HITs"
             )
+            if stage.get("sampling"):
+                write("    sampled: " + ", ".join(f"{name or 'other'} {n}" for name, n in stage["sampling"].items()))
         write(f"  proposals {stats['proposals']}, unique pairs {stats['unique_pairs']}, HITs {stats['hits']}")
         write(
             f"  cost ${stats['cost']['total_cents'] / 100:.2f} (fee {stats['cost']['fee_percent']}%), "

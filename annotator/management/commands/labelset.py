@@ -82,7 +82,10 @@ class Command(BaseCommand):
         show.add_argument("set")
         show.add_argument("--dataset", default=None)
 
-        export = sub.add_parser("export", help="Write a set as ECCV JSON, one ECCV split file, CSV or JSONL.")
+        export = sub.add_parser(
+            "export",
+            help="Write a set as ECCV JSON, one ECCV split file, CSV, JSONL or a CxC file (cxc_sits/sts/sis).",
+        )
         export.add_argument("set")
         export.add_argument("--to", required=True, help="File path, or - for stdout.")
         export.add_argument("--format", choices=FORMATS, default="eccv_json")

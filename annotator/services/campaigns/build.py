@@ -29,6 +29,7 @@ from annotator.models import (
     HitItem,
     Pair,
     RankingRun,
+    Sampling,
 )
 from annotator.models.state import check_transition
 from annotator.queue import enqueue_on_commit
@@ -36,7 +37,7 @@ from annotator.selectors.campaigns import campaign_statistics
 from annotator.services.campaigns.extend import campaign_extend
 from annotator.services.campaigns.lifecycle import campaign_lock
 from annotator.services.campaigns.options import BUILD_FIELDS, check_options, check_runs
-from annotator.services.campaigns.pooling import DatasetIndex, load_query_universe, stage_rng
+from annotator.services.campaigns.pooling import DatasetIndex, cxc_query_universe, load_query_universe, stage_rng
 from annotator.services.campaigns.qualification_pool import (
     qualification_pool_halved,
     qualification_pool_keys,
@@ -123,7 +124,10 @@ def _build_locked(campaign: Campaign, run_ids: list[int]) -> None:
     index = DatasetIndex(campaign.dataset_id)
     stages = []
     for stage_no, direction in enumerate(STAGES[campaign.direction]):
-        universe = load_query_universe(run_ids=run_ids, direction=direction)
+        if campaign.sampling == Sampling.CXC:
+            universe = cxc_query_universe(campaign=campaign, run_ids=run_ids, direction=direction, index=index)
+        else:
+            universe = load_query_universe(run_ids=run_ids, direction=direction)
         if len(universe) == 0:
             raise ApplicationError(f"The chosen runs have no {direction} candidates for this campaign.")
         sampled = sample_queries(

@@ -98,6 +98,7 @@ def _write_plan(
             "kind": kind,
             "direction": plan.pair_meta[key][0],
             "query_id": plan.pair_meta[key][1],
+            "sampling_method": plan.pair_method.get(key, ""),
             **f,
         }
         for key, f in zip(plan.pair_keys, fields, strict=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 
 from annotator.errors import ApplicationError
-from annotator.models import Campaign, CampaignDirection, Dataset, RankingRun, RunStatus, Scale
+from annotator.models import Campaign, CampaignDirection, Dataset, RankingRun, RunStatus, Sampling, Scale
 
 MAX_HIT_SIZE = 100
 # Options a requester sets; everything else on Campaign is state kept by the services.
@@ -20,6 +20,9 @@ OPTION_FIELDS = (
     "sample_fraction",
     "seed",
     "pool_depth",
+    "sampling",
+    "cocaption_share",
+    "random_pair_share",
     "gold_exclusion_depth",
     "candidates_per_hit",
     "gold_positives_per_hit",
@@ -37,6 +40,7 @@ OPTION_FIELDS = (
     "gold_max_exposure",
     "strict_gold",
     "similarity_gold_threshold",
+    "similarity_positive_at",
     "gold_fail_action",
     "auto_approve_hours",
     "min_seconds_per_item",
@@ -57,6 +61,9 @@ BUILD_FIELDS = (
     "sample_fraction",
     "seed",
     "pool_depth",
+    "sampling",
+    "cocaption_share",
+    "random_pair_share",
     "gold_exclusion_depth",
     "candidates_per_hit",
     "gold_positives_per_hit",
@@ -104,6 +111,11 @@ def check_options(*, campaign: Campaign, runs: list[RankingRun]) -> None:
         errors.append("Caption-caption and image-image pairs are rated on the similarity (0-5) scale.")
     if campaign.direction == CampaignDirection.I2I and campaign.gold_positives_per_hit:
         errors.append("Image-image campaigns have no original pairs to use as gold positives; set them to 0.")
+    if campaign.sampling == Sampling.CXC and campaign.direction not in (CampaignDirection.T2T, CampaignDirection.I2I):
+        errors.append(
+            "Crisscrossed Captions sampling chooses caption-caption (t2t) or image-image (i2i) pairs; "
+            "image-caption campaigns pool the runs' candidates."
+        )
     for run in runs:
         if run.top_k < campaign.pool_depth:
             errors.append(f"Run {run.pk} kept only its top {run.top_k}; the pooling depth can be at most that.")

@@ -23,6 +23,7 @@ class ExtensionPlan:
 
     pair_keys: list[int] = field(default_factory=list)
     pair_meta: dict[int, tuple[str, int]] = field(default_factory=dict)  # key -> (direction, query)
+    pair_method: dict[int, str] = field(default_factory=dict)  # key -> how it was sampled (CxC's names)
     sources: list[tuple] = field(default_factory=list)  # (key, run, direction, rank, score)
     hits: list[tuple[str, list]] = field(default_factory=list)  # (direction, items)
     report: list[dict] = field(default_factory=list)
@@ -77,6 +78,13 @@ def pack_stage_into(
     fresh_keys, fresh_query = pool.keys[fresh], pool.query[fresh]
     for key, query in zip(fresh_keys.tolist(), fresh_query.tolist(), strict=True):
         plan.add_pair(key, direction=direction, query=query, existing=state.existing)
+        if pooled.methods:
+            plan.pair_method.setdefault(key, pooled.methods.get(key, ""))
+    sampled = {}
+    if pooled.methods:
+        for key in fresh_keys.tolist():
+            method = pooled.methods.get(key, "")
+            sampled[method] = sampled.get(method, 0) + 1
     if len(fresh_keys) == 0:
         plan.report.append({"direction": direction, "proposals": pool.proposals, "new_pairs": 0, "hits": 0})
         return
@@ -115,6 +123,7 @@ def pack_stage_into(
             if role != CANDIDATE:
                 plan.add_pair(key, direction=direction, query=gold_query(direction, key), existing=state.existing)
         plan.hits.append((direction, items))
-    plan.report.append(
-        {"direction": direction, "proposals": pool.proposals, "new_pairs": int(len(fresh_keys)), "hits": len(hits)}
-    )
+    report = {"direction": direction, "proposals": pool.proposals, "new_pairs": int(len(fresh_keys)), "hits": len(hits)}
+    if sampled:
+        report["sampling"] = dict(sorted(sampled.items()))
+    plan.report.append(report)

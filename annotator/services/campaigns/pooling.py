@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
+from annotator.analysis.cxc_sampling import OTHER_MODALITY_KINDS, cxc_sample
 from annotator.analysis.pooling import DIRECTION_SPACES, CandidateRows, Pool, exclusion_keys, pool_candidates
 from annotator.errors import ApplicationError
-from annotator.models import Campaign, Candidate, Caption, Image
+from annotator.models import Campaign, Candidate, Caption, Image, RankingRun, Sampling
 
 
 class DatasetIndex:
@@ -90,6 +91,7 @@ class StagePool:
     stage: dict
     pool: Pool
     excluded: np.ndarray
+    methods: dict[int, str] | None = None  # pair key -> CxC sampling method, for CxC-sampled stages
 
 
 def pool_stages(
@@ -112,11 +114,89 @@ def pool_stages(
         timings["read_candidates"] += time.perf_counter() - clock
         clock = time.perf_counter()
         check_ids(rows=rows, direction=direction, index=index)
-        pool_rows = rows.select(np.isin(rows.run, np.asarray(pool_run_ids, dtype=np.int64)))
-        pool = pool_candidates(pool_rows, direction=direction, query_order=queries, depth=campaign.pool_depth)
+        methods = None
+        if campaign.sampling == Sampling.CXC:
+            pool, methods = cxc_pool(
+                campaign=campaign, direction=direction, queries=queries, run_ids=pool_run_ids, index=index
+            )
+        else:
+            pool_rows = rows.select(np.isin(rows.run, np.asarray(pool_run_ids, dtype=np.int64)))
+            pool = pool_candidates(pool_rows, direction=direction, query_order=queries, depth=campaign.pool_depth)
         excluded = np.empty(0, dtype=np.int64)
         if campaign.gold_negatives_per_hit:
             excluded = exclusion_keys(rows, direction=direction, depth=campaign.gold_exclusion_depth)
-        pooled.append(StagePool(stage=stage, pool=pool, excluded=excluded))
+        pooled.append(StagePool(stage=stage, pool=pool, excluded=excluded, methods=methods))
         timings["pool"] += time.perf_counter() - clock
     return pooled
+
+
+# -- Crisscrossed Captions' other-modality sampling -----------------------------------------------------------
+
+
+def other_modality_runs(*, run_ids: list[int], direction: str) -> list[int]:
+    """The runs whose image-image ranking samples `direction` (t2t: image similarity, i2i: caption similarity)."""
+    kinds = OTHER_MODALITY_KINDS.get(direction)
+    if kinds is None:
+        raise ApplicationError("Crisscrossed Captions sampling chooses caption-caption or image-image pairs only.")
+    return list(
+        RankingRun.objects.filter(pk__in=run_ids, annotator__kind__in=kinds).order_by("pk").values_list("pk", flat=True)
+    )
+
+
+def _query_captions(campaign: Campaign, images: np.ndarray, index: DatasetIndex) -> dict[int, int]:
+    """The caption that stands for each image in a caption-caption stage: one of its own, drawn with the seed."""
+    rng = stage_rng(campaign, 4)
+    chosen = {}
+    for image in np.sort(np.asarray(images, dtype=np.int64)).tolist():
+        group = index.captions_of_image.get(image, [])
+        if group:
+            chosen[image] = group[int(rng.integers(len(group)))]
+    return chosen
+
+
+def cxc_query_universe(*, campaign: Campaign, run_ids: list[int], direction: str, index: DatasetIndex) -> np.ndarray:
+    """The queries a CxC-sampled stage can draw from: the images the other-modality runs rank (i2i), or the
+    caption standing for each of them (t2t). Refuses runs that cannot sample this stage."""
+    sources = other_modality_runs(run_ids=run_ids, direction=direction)
+    if not sources:
+        needed = " or ".join(OTHER_MODALITY_KINDS[direction])
+        what = "caption pairs from image similarity" if direction == "t2t" else "image pairs from caption similarity"
+        raise ApplicationError(
+            f"Crisscrossed Captions sampling chooses {what}: add a finished {needed} run to the campaign."
+        )
+    images = load_query_universe(run_ids=sources, direction="i2i")
+    if direction == "i2i":
+        return images
+    return np.array(sorted(_query_captions(campaign, images, index).values()), dtype=np.int64)
+
+
+def cxc_pool(
+    *, campaign: Campaign, direction: str, queries: np.ndarray, run_ids: list[int], index: DatasetIndex
+) -> tuple[Pool, dict[int, str]]:
+    """The stage's pool sampled CxC's way (annotator.analysis.cxc_sampling), and each pair's method. Only
+    rows a run proposed keep a PairSource; co-captions and random pairs have none."""
+    sources = other_modality_runs(run_ids=run_ids, direction=direction)
+    if direction == "i2i":
+        query_images, query_caption = queries, None
+    else:
+        query_images = index.image_of(queries)
+        query_caption = {int(image): int(caption) for image, caption in zip(query_images, queries, strict=True)}
+    image_rows = load_rows(run_ids=sources, direction="i2i", max_rank=campaign.pool_depth, queries=query_images)
+    rows, methods = cxc_sample(
+        direction=direction,
+        image_rows=image_rows,
+        query_items=query_images,
+        depth=campaign.pool_depth,
+        rng=stage_rng(campaign, 5, 0 if direction == "i2i" else 1),
+        all_items=index.image_ids,
+        captions_of=index.captions_of_image,
+        query_caption=query_caption,
+        cocaption_share=campaign.cocaption_share,
+        random_share=campaign.random_pair_share,
+    )
+    depth = int(rows.rank.max()) if len(rows) else campaign.pool_depth
+    pool = pool_candidates(rows, direction=direction, query_order=queries, depth=depth)
+    proposed = pool.source_run >= 0
+    pool.source_pair, pool.source_run = pool.source_pair[proposed], pool.source_run[proposed]
+    pool.source_rank, pool.source_score = pool.source_rank[proposed], pool.source_score[proposed]
+    return pool, methods

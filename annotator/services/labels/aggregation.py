@@ -108,7 +108,7 @@ def _aggregate(method: str, votes: list[Vote], campaign: Campaign):
     if method == AggregationMethod.DAWID_SKENE:
         return dawid_skene(votes)
     if method == AggregationMethod.MEAN:
-        return mean_score(votes)
+        return mean_score(votes, positive_at=campaign.positive_at)
     raise ApplicationError(f"Unknown aggregation method {method!r}.")
 
 

@@ -7,6 +7,8 @@
   `eccv_caption_to_image.json` as released): `direction` says which;
 - `csv`: `kind,image,caption,other_image,other_caption,positive,score,choice,i2t_query,t2i_query`, one
   row per judged pair; the last two say whether the image / the caption is a judged query;
+- `cxc_sits`, `cxc_sts`, `cxc_sis`: Crisscrossed Captions' own files (the set's pairs of that kind, CxC's
+  columns and id spellings, the sampling method a CxC import kept), so a released file re-exports as it came;
 - `jsonl`: one judged pair per line in the form the JSONL import reads (`direction` names the judged
   query side when only one is judged), so an exported set imports back as the same set.
 """
@@ -22,9 +24,11 @@ from collections.abc import Iterator
 from annotator.analysis.labelsets import SetView
 from annotator.errors import ApplicationError
 from annotator.models import LabelSet, LabelSetPair
+from annotator.selectors.cxc_ids import cxc_ids
 from annotator.selectors.labelsets import dataset_source_ids, labelset_label_maps, labelset_view
+from annotator.services.exports.cxc_files import FORMAT_KINDS, cxc_chunks, cxc_members, cxc_score
 
-FORMATS = ("eccv_json", "eccv_split", "csv", "jsonl")
+FORMATS = ("eccv_json", "eccv_split", "csv", "jsonl", "cxc_sits", "cxc_sts", "cxc_sis")
 SPLIT_NAMES = {"i2t": "eccv_image_to_caption.json", "t2i": "eccv_caption_to_image.json"}
 _INTEGER = re.compile(r"-?[1-9][0-9]{0,17}|0")
 CSV_HEADER = [
@@ -60,6 +64,8 @@ def _map_chunks(mapping: dict[str, list[str]]) -> Iterator[str]:
 def export_file_name(*, label_set: LabelSet, fmt: str, direction: str | None = None) -> str:
     if fmt == "eccv_split":
         return SPLIT_NAMES[direction or "i2t"]
+    if fmt in FORMAT_KINDS:
+        return f"{label_set.name}-v{label_set.version}-{fmt.removeprefix('cxc_')}.csv"
     suffix = {"eccv_json": "json", "csv": "csv", "jsonl": "jsonl"}[fmt]
     return f"{label_set.name}-v{label_set.version}.{suffix}"
 
@@ -96,6 +102,10 @@ def labelset_export_chunks(*, label_set: LabelSet, fmt: str, direction: str | No
     """The export as text chunks. ApplicationError for an unknown format or a direction the set lacks."""
     if fmt not in FORMATS:
         raise ApplicationError(f"Unknown export format {fmt!r}.", extra={"allowed": list(FORMATS)})
+    if fmt in FORMAT_KINDS:
+        if direction:
+            raise ApplicationError("Only the split ECCV export takes a direction.")
+        return _cxc_chunks(label_set=label_set, kind=FORMAT_KINDS[fmt])
     view = labelset_view(label_set=label_set)
     if fmt in ("eccv_json", "eccv_split"):
         maps = labelset_label_maps(label_set=label_set, view=view)
@@ -157,3 +167,21 @@ def _pair_chunks(*, label_set: LabelSet, view: SetView, fmt: str) -> Iterator[st
             buffer.seek(0)
             buffer.truncate()
     yield buffer.getvalue()
+
+
+def _cxc_chunks(*, label_set: LabelSet, kind: str) -> Iterator[str]:
+    ids = cxc_ids(dataset_id=label_set.dataset_id)
+    rows = (
+        LabelSetPair.objects.filter(label_set=label_set, kind=kind)
+        .order_by("pk")
+        .values_list("image_id", "caption_id", "other_image_id", "other_caption_id", "score", "sampling_method")
+    )
+
+    def lines():
+        for image, caption, other_image, other_caption, score, method in rows.iterator(chunk_size=10_000):
+            first, second = cxc_members(
+                kind=kind, image=image, caption=caption, other_image=other_image, other_caption=other_caption, ids=ids
+            )
+            yield first, second, cxc_score(score), method
+
+    return cxc_chunks(kind=kind, rows=lines())

@@ -139,7 +139,7 @@ def resolve(*, parsed: ParsedSet, dataset: Dataset) -> tuple[SetView, dict, dict
         if key in view.pairs and view.pairs[key] and not label.is_positive:
             continue  # two spellings of one pair: a positive verdict stands
         view.pairs[key] = label.is_positive
-        details[key] = (label.score, label.choice)
+        details[key] = (label.score, label.choice, label.sampling_method)
         if label.listed and len(label.listed) == 1 and a in view.queries["i2t"] and b in view.queries["t2i"]:
             # Listed by one direction's file while the other side is a judged query of the other direction
             # whose list lacks it: a set's pair answers for both queries, so it becomes that query's

@@ -40,6 +40,7 @@ class ParsedPair:
     is_positive: bool
     score: float | None = None
     choice: str = ""
+    sampling_method: str = ""  # a CxC file's sampling_method, kept so the set exports as it came
     listed: set[str] = field(default_factory=set)  # the ECCV directions whose lists hold the pair
 
 
@@ -210,7 +211,8 @@ def read_cxc_csv(content: bytes | str, *, fmt: str, threshold: float | None = No
         else:
             parsed.add_query("t2t" if fmt == "cxc_sts" else "i2i", a)
             key = (kind, a, b)
-        parsed.add_pair(key, ParsedPair(is_positive=score >= threshold, score=score))
+        method = row.get("sampling_method", "")[:32]
+        parsed.add_pair(key, ParsedPair(is_positive=score >= threshold, score=score, sampling_method=method))
     if errors:
         raise ApplicationError("The CSV has rows that cannot be read.", extra={"errors": errors[:MAX_ERRORS]})
     return parsed

@@ -40,6 +40,7 @@ PAIR_COLUMNS = (
     "is_positive",
     "score",
     "choice",
+    "sampling_method",
 )
 
 
@@ -49,7 +50,7 @@ def _query_row(label_set_id: int, direction: str, query: int) -> tuple:
     return (label_set_id, direction, None, query)
 
 
-def _pair_row(label_set_id: int, key: tuple, positive: bool, score, choice: str) -> tuple:
+def _pair_row(label_set_id: int, key: tuple, positive: bool, score, choice: str, sampling_method: str = "") -> tuple:
     kind, first, second = key
     if kind == "image_caption":
         members = (first, second, None, None)
@@ -57,7 +58,7 @@ def _pair_row(label_set_id: int, key: tuple, positive: bool, score, choice: str)
         members = (None, first, None, second)
     else:
         members = (first, None, second, None)
-    return (label_set_id, kind, *members, positive, score, choice or "")
+    return (label_set_id, kind, *members, positive, score, choice or "", sampling_method or "")
 
 
 def _insert(model, columns: tuple[str, ...], rows) -> None:
@@ -99,9 +100,9 @@ def labelset_store(
 ) -> LabelSet:
     """Save `view` (ids are primary keys of `dataset`'s images and captions) as the next version of `name`.
 
-    `details`: pair -> (score, choice) where known; `fields`: the other LabelSet columns (kind, campaign,
-    method, ...). Pairs that touch none of the set's queries are dropped (they could never be scored) and
-    counted in report["pairs_outside_queries"].
+    `details`: pair -> (score, choice), or (score, choice, sampling method), where known; `fields`: the
+    other LabelSet columns (kind, campaign, method, ...). Pairs that touch none of the set's queries are
+    dropped (they could never be scored) and counted in report["pairs_outside_queries"].
 
     Takes SELECT ... FOR UPDATE on the Dataset row, so two sets of the same name made at once get
     versions n and n + 1; nothing else is locked. Not idempotent: each call is a new version.

@@ -8,7 +8,7 @@ from annotator.errors import ApplicationError
 from annotator.models import AnnotatorKind, MachineAnnotator
 
 # Kinds a ranking run can execute (`external` label sets are imported, not computed).
-RANKABLE_KINDS = (AnnotatorKind.CLIP, AnnotatorKind.MINILM_PIVOT, AnnotatorKind.TFIDF_PIVOT)
+RANKABLE_KINDS = (AnnotatorKind.CLIP, AnnotatorKind.MINILM_PIVOT, AnnotatorKind.TFIDF_PIVOT, AnnotatorKind.VISUAL)
 
 
 def annotator_register(

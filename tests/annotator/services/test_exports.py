@@ -118,9 +118,10 @@ def test_cxc_csv_for_similarity_campaigns():
     campaign = research_campaign(scale=models.Scale.SIMILARITY)
     models.Label.objects.filter(pair__campaign=campaign).update(score=3.5)
     rows = list(csv.reader(io.StringIO(export_bytes(campaign, "cxc_csv").decode())))
-    assert rows[0] == ["caption", "image", "agg_score", "sampling_method", "verified"]
-    assert rows[1][:4] == ["11", "1", "3.5", "original"]
-    assert rows[2][:4] == ["21", "1", "3.5", "i2t:tfidf"]
+    # Crisscrossed Captions' own columns; positives are read off agg_score (>= 3 here) as in CxC's files.
+    assert rows[0] == ["caption", "image", "agg_score", "sampling_method"]
+    assert rows[1] == ["11", "1", "3.5", "c2i_original"]
+    assert rows[2] == ["21", "1", "3.5", "c2i_pool"]
     assert len(rows) == 1 + len(LABELLED_PAIRS)
 
 
@@ -173,5 +174,6 @@ def test_verified_negatives_appear_in_every_format():
     assert set(verdicts.values()) == {"positive", "negative"}
     similarity = research_campaign(scale=models.Scale.SIMILARITY)
     models.Label.objects.filter(pair__campaign=similarity, is_positive=False).update(score=1.0)
+    models.Label.objects.filter(pair__campaign=similarity, is_positive=True).update(score=4.0)
     rows = list(csv.reader(io.StringIO(export_bytes(similarity, "cxc_csv").decode())))
-    assert {row[4] for row in rows[1:]} == {"positive", "negative"}
+    assert {float(row[2]) >= 3.0 for row in rows[1:]} == {True, False}  # CxC's positives: agg_score >= 3

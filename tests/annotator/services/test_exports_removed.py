@@ -103,7 +103,7 @@ def test_jsonl_leaves_out_the_pairs_of_removed_captions():
 def test_cxc_csv_leaves_out_the_pairs_of_removed_captions():
     campaign = with_cleanup(research_campaign(scale=models.Scale.SIMILARITY))
     rows = list(csv.reader(io.StringIO(export_bytes(campaign, "cxc_csv").decode())))
-    assert [(image, caption) for caption, image, _, _, _ in rows[1:]] == KEPT_PAIRS
+    assert [(image, caption) for caption, image, _, _ in rows[1:]] == KEPT_PAIRS
 
 
 @pytest.mark.parametrize("removed_side", ["caption", "other_caption"])
@@ -127,7 +127,7 @@ def test_caption_caption_pairs_go_when_either_caption_is_removed(removed_side):
     lines = [json.loads(line) for line in export_bytes(campaign, "jsonl").decode().splitlines()]
     rows = list(csv.reader(io.StringIO(export_bytes(campaign, "cxc_csv").decode())))
     if removed_side == "caption":
-        assert lines == [] and rows == [["caption1", "caption2", "agg_score", "sampling_method", "verified"]]
+        assert lines == [] and rows == [["caption1", "caption2", "agg_score", "sampling_method"]]
     else:
         assert [(line["caption"], line["other_caption"]) for line in lines] == [("a", "c")]
         assert [row[:2] for row in rows[1:]] == [["a", "c"]]

@@ -170,3 +170,19 @@ def test_the_dataset_page_carries_the_ranking_panel(client, requester):
     assert (
         b"Machine annotators" in page.content and reverse("ranking-start", args=[dataset.pk]).encode() in page.content
     )
+
+
+def test_the_visual_annotator_is_built_in_and_its_run_page_shows_image_neighbours(
+    client, requester, django_capture_on_commit_callbacks
+):
+    dataset = owned_dataset(requester)
+    page = client.get(reverse("dataset-ranking", args=[dataset.pk]))
+    assert b"visual (built in)" in page.content
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("ranking-start", args=[dataset.pk]), {"annotator": "kind:visual", "top_k": "3"})
+    run = models.RankingRun.objects.get(dataset=dataset)
+    assert run.status == models.RunStatus.SUCCEEDED
+    detail = client.get(response.url).content.decode()
+    assert 'value="i2i" selected' in detail and detail.count('<tr><td class="num">') == 3  # three image neighbours
+    captions = client.get(reverse("ranking-run", args=[run.pk]) + "?direction=t2t").content.decode()
+    assert "No candidates for this query" in captions  # it reads no captions

@@ -95,7 +95,8 @@ def test_ranking_run_executes_on_a_real_worker_from_the_gpu_queue(celery_worker_
     output = log.read()
     assert run.status == models.RunStatus.SUCCEEDED, f"{run.status} {run.error}\n{output[-3000:]}"
     assert "workers.tasks.ranking.ranking_run_task" in output and "[queues]" in output and ".> gpu" in output
-    assert run.chunks_done == run.chunks_total == 1 + 2 + 5  # 17 captions in one shard; 8 images and 17 captions by 4
+    # 17 captions in one shard; i2t: 8 images by 4; t2i and t2t: 17 captions by 4; i2i: 8 images by 4
+    assert run.chunks_done == run.chunks_total == 1 + 2 + 5 + 5 + 2
     # The worker's candidates are exactly what the same run computes in-process.
     from tests import factories
     from tests.ranking_support import candidate_rows

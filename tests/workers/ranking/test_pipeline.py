@@ -33,7 +33,8 @@ def test_tfidf_run_writes_top_k_in_both_directions():
     assert ranking_run_execute(run.pk, options=SMALL_CHUNKS) == models.RunStatus.SUCCEEDED
     run.refresh_from_db()
     assert run.status == models.RunStatus.SUCCEEDED and run.finished_at and run.stage == "done"
-    assert run.chunks_done == run.chunks_total == 5 + 4 + 9  # 17 texts in shards of 4; 8 images, 17 captions by 2
+    # 17 texts in shards of 4; i2t: 8 images by 2; t2i and t2t: 17 captions by 2; i2i: 8 images by 2
+    assert run.chunks_done == run.chunks_total == 5 + 4 + 9 + 9 + 4
     assert run.annotator.weights_hash
     i2t = models.Candidate.objects.filter(run=run, direction=models.Direction.I2T)
     assert set(i2t.values_list("query_id", flat=True)) <= {image.pk for image in images}

@@ -1,0 +1,95 @@
+"""Crisscrossed Captions' released test files: all three import with no unknown id on a dataset that carries
+the COCO ids, and export again with CxC's columns, id spellings, scores and sampling methods."""
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from annotator.bulk import rows_insert
+from annotator.models import Caption, Dataset, DatasetStatus, Image, LabelSetPair
+from annotator.selectors.cxc_ids import coco_split, cxc_ids
+from annotator.services.labelsets.exports import labelset_export_chunks
+from annotator.services.labelsets.imports import labelset_import
+
+pytestmark = pytest.mark.django_db
+
+RELEASED = Path("/work/shared/data/cxc")
+FILES = {"cxc_sits": "sits_test.csv", "cxc_sts": "sts_test.csv", "cxc_sis": "sis_test.csv"}
+needs_files = pytest.mark.skipif(not (RELEASED / "sis_test.csv").is_file(), reason="the released CxC files")
+
+
+def _number(coco_id: str) -> int:
+    return int(coco_id.rsplit("_", 1)[-1].removesuffix(".jpg"))
+
+
+def coco_test_split() -> Dataset:
+    """The COCO 5k test split as CxC knows it: every image and caption its files name, the captions paired
+    with their images by SITS' original pairs (source ids: COCO image ids and Karpathy sentence ids)."""
+    with open(RELEASED / "sits_test.csv", newline="") as handle:
+        originals = [row for row in csv.DictReader(handle) if row["sampling_method"] == "c2i_original"]
+    dataset = Dataset.objects.create(name="coco-5k-test", status=DatasetStatus.READY)
+    images = sorted({row["image"] for row in originals})
+    pks = rows_insert(
+        Image,
+        [
+            {
+                "dataset_id": dataset.pk,
+                "source_id": str(_number(name)),
+                "file_name": name,
+                "file": f"images/{name}",
+                "content_hash": "",
+                "width": 640,
+                "height": 480,
+            }
+            for name in images
+        ],
+    )
+    image_pk = dict(zip(images, pks, strict=True))
+    rows_insert(
+        Caption,
+        [
+            {
+                "dataset_id": dataset.pk,
+                "image_id": image_pk[row["image"]],
+                "source_id": row["caption"].rsplit(":", 1)[-1],
+                "text": f"caption {row['caption']}",
+            }
+            for row in originals
+        ],
+        ids=False,
+    )
+    return dataset
+
+
+def test_coco_ids_are_spelled_as_cxc_spells_them_and_other_ids_are_left_alone():
+    assert coco_split(file_name="COCO_val2014_000000365325.jpg", source_id="365325") == "COCO_val2014"
+    assert coco_split(file_name="COCO_val2014_000000365325.jpg", source_id="18") is None
+    assert coco_split(file_name="365325.jpg", source_id="365325") is None
+    dataset = Dataset.objects.create(name="plain")
+    image = Image.objects.create(dataset=dataset, source_id="18", file_name="18.png", width=1, height=1)
+    caption = Caption.objects.create(dataset=dataset, image=image, source_id="391895", text="x")
+    assert cxc_ids(dataset_id=dataset.pk) == {"image": {image.pk: "18"}, "caption": {caption.pk: "391895"}}
+
+
+@needs_files
+@pytest.mark.parametrize("fmt", list(FILES))
+def test_a_released_cxc_file_imports_with_no_unknown_id_and_exports_as_released(fmt):
+    dataset = coco_test_split()
+    assert Image.objects.filter(dataset=dataset).count() == 5000
+    assert Caption.objects.filter(dataset=dataset).count() == 25000
+    raw = (RELEASED / FILES[fmt]).read_bytes()
+    label_set = labelset_import(dataset=dataset, name=fmt, files=[(FILES[fmt], raw)], fmt=fmt)
+    report = label_set.report
+    assert report["pairs_with_unknown_ids"] == 0 and report["unknown_ids"] == {"image": 0, "caption": 0}
+    released = raw.decode().splitlines()
+    assert LabelSetPair.objects.filter(label_set=label_set).count() == len(released) - 1
+    # SIS positives start at 2.5, STS and SITS at 3.
+    threshold = {"cxc_sis": 2.5}.get(fmt, 3.0)
+    assert label_set.threshold == threshold
+    assert not LabelSetPair.objects.filter(label_set=label_set, score__lt=threshold, is_positive=True).exists()
+    assert not LabelSetPair.objects.filter(label_set=label_set, score__gte=threshold, is_positive=False).exists()
+
+    exported = "".join(labelset_export_chunks(label_set=label_set, fmt=fmt)).splitlines()
+    assert exported[0] == released[0]  # the same columns, in the same order
+    assert sorted(exported[1:]) == sorted(released[1:])  # every line byte for byte
