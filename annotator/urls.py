@@ -7,6 +7,7 @@ from annotator.views import (
     campaigns,
     datasets,
     home,
+    jobs,
     labelsets,
     leaderboard,
     operations,
@@ -32,4 +33,5 @@ urlpatterns = [
     *tokens.urlpatterns,
     *ranking.urlpatterns,
     *operations.urlpatterns,
+    *jobs.urlpatterns,
 ]

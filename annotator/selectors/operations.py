@@ -6,14 +6,14 @@ queued too long or running too long. The thresholds belong to the services that 
 in as a StaleTimes (services.operations.sweep.stale_times()). A requester sees their own; staff see all.
 """
 
-import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from django.db.models import Count, Min, Q, QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
+from annotator.jobs import job_last_alive
 from annotator.models import (
     Assignment,
     AssignmentStatus,
@@ -29,7 +29,6 @@ from annotator.models import (
     SweepRequeue,
     SweepRun,
 )
-from annotator.selectors.ranking import ranking_run_last_alive
 
 SCORED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 QUEUE_OF = {"scoring": "default", "import": "default", "build": "default", "export": "default", "ranking": "gpu"}
@@ -74,19 +73,20 @@ def ranking_runs_late(*, stale: StaleTimes, now=None, queryset=None) -> list[Ran
     """Runs queued longer than stale.queued_jobs, and running runs silent for stale.silent_runs."""
     now = now or timezone.now()
     queryset = RankingRun.objects.all() if queryset is None else queryset
-    candidates = queryset.filter(
-        Q(status=RunStatus.QUEUED, created_at__lte=now - stale.queued_jobs) | Q(status=RunStatus.RUNNING)
-    ).order_by("pk")
-    silent_since = time.time() - stale.silent_runs.total_seconds()
+    candidates = queryset.filter(status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).order_by("pk")
     return [
-        run for run in candidates if run.status == RunStatus.QUEUED or ranking_run_last_alive(run=run) <= silent_since
+        run
+        for run in candidates
+        if (job_last_alive(run) or run.created_at)
+        <= now - (stale.queued_jobs if run.status == RunStatus.QUEUED else stale.silent_runs)
     ]
 
 
 def exports_late(*, stale: StaleTimes, now=None) -> QuerySet[ExportJob]:
     now = now or timezone.now()
     return ExportJob.objects.filter(
-        Q(status=ExportStatus.QUEUED, created_at__lte=now - stale.queued_jobs)
+        Q(status=ExportStatus.QUEUED, queued_at__isnull=True, created_at__lte=now - stale.queued_jobs)
+        | Q(status=ExportStatus.QUEUED, queued_at__lte=now - stale.queued_jobs)
         | Q(status=ExportStatus.RUNNING, started_at__lte=now - stale.running_exports)
     ).order_by("pk")
 
@@ -160,9 +160,7 @@ def late_jobs(*, user, stale: StaleTimes, now=None) -> list[dict]:
     )
     marks = _requeues(RequeueKind.RANKING, [r.pk for r in runs])
     for run in runs:
-        since = run.created_at
-        if run.status == RunStatus.RUNNING:
-            since = datetime.fromtimestamp(ranking_run_last_alive(run=run), tz=UTC)
+        since = job_last_alive(run) or run.created_at
         jobs.append(
             {
                 "kind": "ranking",

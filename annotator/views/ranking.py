@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotator.auth import user_role
 from annotator.errors import ApplicationError
+from annotator.jobs import job_view
 from annotator.models import AnnotatorKind, Dataset, Direction, MachineAnnotator, RankingRun, Role
 from annotator.selectors.ranking import (
     annotator_diversity,
@@ -58,7 +59,7 @@ def ranking_panel_context(*, request, dataset: Dataset) -> dict:
     registered_names = {a.name for a in registered}
     return {
         "dataset": dataset,
-        "runs": [(run, ranking_run_progress(run=run)) for run in runs],
+        "runs": [(run, ranking_run_progress(run=run), job_view(run)) for run in runs],
         "annotators": registered,
         "built_in": [kind for kind in BUILT_IN if kind.value not in registered_names],
         "kinds": [(kind.value, kind.label) for kind in AnnotatorKind if kind in RANKABLE_KINDS],
@@ -139,6 +140,7 @@ def run_detail(request, run_id: int):
     context = {
         "run": run,
         "progress": ranking_run_progress(run=run),
+        "job": job_view(run),
         "may_manage": _may_manage(request.user, run.dataset),
         "direction": direction,
         "query": query,

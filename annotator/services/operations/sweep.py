@@ -24,6 +24,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotator.errors import ApplicationError
+from annotator.jobs import (
+    BUILD_STALE_AFTER,
+    EXPORT_STALE_AFTER,
+    IMPORT_STALE_AFTER,
+    RUN_STALE_AFTER,
+    queued_stale_after,
+)
 from annotator.models import ExportStatus, RequeueKind, RunStatus, SweepRequeue, SweepRun
 from annotator.queue import enqueue_on_commit
 from annotator.selectors.operations import (
@@ -35,11 +42,10 @@ from annotator.selectors.operations import (
     ranking_runs_late,
     requeued_recently,
 )
-from annotator.selectors.ranking import RUN_STALE_AFTER_SECONDS
-from annotator.services.campaigns.build import BUILD_STALE_AFTER, campaign_build_request
-from annotator.services.exports.jobs import EXPORT_STALE_AFTER, EXPORT_TASK
+from annotator.services.campaigns.build import campaign_build_request
+from annotator.services.exports.jobs import EXPORT_TASK
 from annotator.services.hits.assignments import assignments_expire
-from annotator.services.importing.uploads import IMPORT_STALE_AFTER, dataset_import_retry
+from annotator.services.importing.uploads import dataset_import_retry
 from annotator.services.quality.scoring import assignment_score
 from annotator.services.ranking.runs import RANKING_TASK
 
@@ -55,9 +61,9 @@ def stale_times() -> StaleTimes:
         score_after=timedelta(seconds=getattr(settings, "SWEEP_SCORE_AFTER_SECONDS", 60.0)),
         imports=IMPORT_STALE_AFTER,
         builds=BUILD_STALE_AFTER,
-        queued_jobs=timedelta(seconds=getattr(settings, "SWEEP_JOB_STALE_SECONDS", 600.0)),
+        queued_jobs=queued_stale_after(),
         running_exports=EXPORT_STALE_AFTER,
-        silent_runs=timedelta(seconds=RUN_STALE_AFTER_SECONDS),
+        silent_runs=RUN_STALE_AFTER,
     )
 
 
