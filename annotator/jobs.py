@@ -129,7 +129,8 @@ def _run_last_alive(run: RankingRun) -> datetime | None:
     progress = run.progress or {}
     if run.status == RunStatus.QUEUED:
         return run.queued_at or run.created_at
-    return _latest(_epoch(progress.get("beat_at")), _epoch(progress.get("resumed_at")), run.started_at)
+    alive = _latest(_epoch(progress.get("beat_at")), _epoch(progress.get("resumed_at")), run.started_at)
+    return alive or run.created_at
 
 
 # ---- campaign builds -------------------------------------------------------------------------------------
