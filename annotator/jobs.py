@@ -34,6 +34,7 @@ from annotator.models import (
     RunStatus,
 )
 from annotator.models.state import check_transition
+from annotator.queue import enqueue_on_commit
 
 
 class JobState(models.TextChoices):
@@ -267,6 +268,25 @@ def job_move(job: models.Model, *, target: str, transitions: dict, what: str, **
     if any(field.name == "updated_at" for field in job._meta.concrete_fields):
         fields.append("updated_at")
     job.save(update_fields=fields)
+    return job
+
+
+def job_requeue(job: models.Model, *, queued: str, transitions: dict, what: str, task: str) -> models.Model:
+    """Queue a locked job again when it failed or stalled; the caller holds its row lock and has refused
+    what its kind refuses beyond the transition table. A job queued or running that is not stalled is left
+    as it is, nothing enqueued. A failed job moves to `queued` (its error cleared); a stalled queued job
+    keeps its status with a new queued_at, a stalled running one keeps its status and the task's claim
+    takes it over. Then `task` is enqueued after commit."""
+    state = job_state(job)
+    if state in ACTIVE_STATES:
+        return job
+    now = timezone.now()
+    if state != JobState.STALLED:  # failed, or done: no kind's table leads from done back to queued (409)
+        job_move(job, target=queued, transitions=transitions, what=what, error="", finished_at=None, queued_at=now)
+    elif job.status == queued:
+        job.queued_at = now
+        job.save(update_fields=["queued_at"])
+    enqueue_on_commit(task, job.pk)
     return job
 
 

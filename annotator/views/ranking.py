@@ -24,7 +24,7 @@ from annotator.selectors.ranking import (
     ranking_run_progress,
 )
 from annotator.services.ranking.annotators import RANKABLE_KINDS, annotator_register
-from annotator.services.ranking.runs import ranking_run_cancel, ranking_run_retry, ranking_run_start
+from annotator.services.ranking.runs import ranking_run_cancel, ranking_run_start
 from annotator.views.access import application_errors_as_400, role_required
 
 READERS = (Role.REQUESTER, Role.RESEARCHER)
@@ -168,17 +168,6 @@ def run_cancel(request, run_id: int):
     return _back(request, f"/ranking/runs/{run.pk}/")
 
 
-@require_POST
-@role_required(Role.REQUESTER)
-@application_errors_as_400
-def run_retry(request, run_id: int):
-    run = get_object_or_404(RankingRun.objects.select_related("dataset"), pk=run_id)
-    _require_manage(request.user, run.dataset)
-    ranking_run_retry(run=run)
-    messages.success(request, f"Run {run.pk} is queued again.")
-    return _back(request, f"/ranking/runs/{run.pk}/")
-
-
 urlpatterns = [
     path("datasets/<int:dataset_id>/ranking/", dataset_ranking, name="dataset-ranking"),
     path("datasets/<int:dataset_id>/rank/", ranking_start, name="ranking-start"),
@@ -186,5 +175,4 @@ urlpatterns = [
     path("ranking/runs/<int:run_id>/", run_detail, name="ranking-run"),
     path("ranking/runs/<int:run_id>/progress.json", run_progress, name="ranking-run-progress"),
     path("ranking/runs/<int:run_id>/cancel/", run_cancel, name="ranking-run-cancel"),
-    path("ranking/runs/<int:run_id>/retry/", run_retry, name="ranking-run-retry"),
 ]

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotator.errors import ApplicationError
-from annotator.jobs import job_move, job_stalled
+from annotator.jobs import job_move, job_requeue, job_stalled
 from annotator.models import EXPORT_TRANSITIONS, Campaign, ExportFormat, ExportJob, ExportStatus, ExportVariant, Scale
 from annotator.queue import enqueue_on_commit
 from annotator.selectors.research import label_method_resolve
@@ -137,25 +137,9 @@ def export_retry(*, job: ExportJob) -> ExportJob:
     """
     with transaction.atomic():
         locked = ExportJob.objects.select_for_update().get(pk=job.pk)
-        stalled = job_stalled(locked)
-        if locked.status in (ExportStatus.QUEUED, ExportStatus.RUNNING) and not stalled:
-            return locked
         if locked.status == ExportStatus.SUCCEEDED:
             raise ApplicationError("This export is done; start a new one for fresh labels.", status=409)
-        if locked.status == ExportStatus.FAILED:
-            job_move(
-                locked,
-                target=ExportStatus.QUEUED,
-                transitions=EXPORT_TRANSITIONS,
-                what="export",
-                error="",
-                finished_at=None,
-                queued_at=timezone.now(),
-            )
-        elif locked.status == ExportStatus.QUEUED:
-            locked.queued_at = timezone.now()
-            locked.save(update_fields=["queued_at"])
-        enqueue_on_commit(EXPORT_TASK, locked.pk)
+        job_requeue(locked, queued=ExportStatus.QUEUED, transitions=EXPORT_TRANSITIONS, what="export", task=EXPORT_TASK)
     locked.refresh_from_db()  # with eager Celery it has already run at commit
     return locked
 

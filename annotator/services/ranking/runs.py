@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotator.errors import ApplicationError
-from annotator.jobs import job_move, job_stalled
+from annotator.jobs import job_move, job_requeue, job_stalled
 from annotator.models import RUN_TRANSITIONS, Dataset, DatasetStatus, MachineAnnotator, RankingRun, RunStatus
 from annotator.queue import enqueue_on_commit
 from annotator.services.ranking.annotators import RANKABLE_KINDS
@@ -95,25 +95,8 @@ def ranking_run_retry(*, run: RankingRun) -> RankingRun:
     """
     with transaction.atomic():
         locked = RankingRun.objects.select_for_update().get(pk=run.pk)
-        stalled = job_stalled(locked)
-        if locked.status == RunStatus.QUEUED and not stalled:
-            return locked
-        if locked.status == RunStatus.RUNNING and not stalled:
+        if locked.status == RunStatus.RUNNING and not job_stalled(locked):
             raise ApplicationError("This run is running; cancel it first.", status=409)
-        if locked.status in (RunStatus.FAILED, RunStatus.CANCELLED):
-            job_move(
-                locked,
-                target=RunStatus.QUEUED,
-                transitions=RUN_TRANSITIONS,
-                what="ranking run",
-                error="",
-                finished_at=None,
-                queued_at=timezone.now(),
-            )
-        elif locked.status == RunStatus.SUCCEEDED:
-            job_move(locked, target=RunStatus.QUEUED, transitions=RUN_TRANSITIONS, what="ranking run")
-        elif locked.status == RunStatus.QUEUED:
-            locked.queued_at = timezone.now()
-            locked.save(update_fields=["queued_at"])
-        enqueue_on_commit(RANKING_TASK, locked.pk)
-    return locked
+        return job_requeue(
+            locked, queued=RunStatus.QUEUED, transitions=RUN_TRANSITIONS, what="ranking run", task=RANKING_TASK
+        )

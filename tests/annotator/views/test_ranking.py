@@ -106,22 +106,22 @@ def test_bad_start_input_is_a_readable_400(client, requester, data, message):
     assert not models.RankingRun.objects.exists()
 
 
-def test_cancel_and_retry_buttons(client, requester, monkeypatch):
-    from annotator.services.ranking import runs as ranking_services
-
-    monkeypatch.setattr(ranking_services, "enqueue_on_commit", lambda *args: None)  # keep it queued
+def test_cancel_and_retry_buttons(client, requester, django_capture_on_commit_callbacks):
     dataset = owned_dataset(requester)
     run = factories.RankingRunFactory(dataset=dataset, status=models.RunStatus.QUEUED)
     assert b"Cancel run" in client.get(reverse("ranking-run", args=[run.pk])).content
     assert client.post(reverse("ranking-run-cancel", args=[run.pk])).status_code == 302
     run.refresh_from_db()
     assert run.status == models.RunStatus.CANCELLED
-    assert client.post(reverse("ranking-run-retry", args=[run.pk])).status_code == 302
+    retry = reverse("job-retry", args=["ranking", run.pk])
+    assert f'action="{retry}"'.encode() in client.get(reverse("ranking-run", args=[run.pk])).content
+    with django_capture_on_commit_callbacks(execute=False) as queued:  # its task is not run: it stays queued
+        assert client.post(retry).status_code == 302
     run.refresh_from_db()
-    assert run.status == models.RunStatus.QUEUED
+    assert run.status == models.RunStatus.QUEUED and len(queued) == 1
     run.status = models.RunStatus.SUCCEEDED
     run.save()
-    refused = client.post(reverse("ranking-run-retry", args=[run.pk]))
+    refused = client.post(retry)
     assert refused.status_code == 409 and b"cannot become" in refused.content
 
 
