@@ -13,8 +13,6 @@ progress (`job_view`, what the progress widget and its JSON show), the locked st
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -24,6 +22,10 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from annotator.models import (
+    CAMPAIGN_TRANSITIONS,
+    DATASET_TRANSITIONS,
+    EXPORT_TRANSITIONS,
+    RUN_TRANSITIONS,
     Campaign,
     CampaignStatus,
     Dataset,
@@ -63,23 +65,6 @@ def queued_stale_after() -> timedelta:
     return timedelta(seconds=getattr(settings, "SWEEP_JOB_STALE_SECONDS", 600.0))
 
 
-@dataclass(frozen=True)
-class JobKind:
-    """How one kind of job reads as the shared lifecycle."""
-
-    name: str  # in URLs and JSON: import, ranking, build, export
-    label: str
-    model: type[models.Model]
-    state: Callable[[models.Model], JobState | None]  # None: the object is not a job right now
-    last_alive: Callable[[models.Model], datetime | None]
-    stale_after: Callable[[JobState], timedelta]
-    progress: Callable[[models.Model], tuple[int, int, str]]  # done, total, the unit counted
-    error: Callable[[models.Model], str]
-    retry: str  # dotted path of the kind's retry service, called as retry(<retry_keyword>=<object>)
-    retry_keyword: str
-    page: Callable[[models.Model], str]  # the page that shows the job
-
-
 def _epoch(seconds) -> datetime | None:
     return datetime.fromtimestamp(float(seconds), tz=timezone.get_current_timezone()) if seconds else None
 
@@ -89,145 +74,156 @@ def _latest(*moments: datetime | None) -> datetime | None:
     return max(known) if known else None
 
 
-# ---- dataset imports -------------------------------------------------------------------------------------
+class JobKind:
+    """How one kind of job reads as the shared lifecycle. A kind names itself (in URLs and JSON), its model
+    and status transitions, and its retry service (a dotted path, called with the job as `retry_keyword`)."""
+
+    name: str
+    label: str
+    model: type[models.Model]
+    transitions: dict
+    retry: tuple[str, str]  # (dotted path of the service, its keyword for the job)
+
+    def state(self, job) -> JobState | None:
+        """The lifecycle state of the kind's own status; None when the object is not a job right now."""
+        raise NotImplementedError
+
+    def last_alive(self, job) -> datetime | None:
+        raise NotImplementedError
+
+    def stale_after(self, state: JobState) -> timedelta:
+        raise NotImplementedError
+
+    def progress(self, job) -> tuple[int, int, str]:
+        """Done, total, and what is counted."""
+        raise NotImplementedError
+
+    def error(self, job) -> str:
+        return job.error
+
+    def page(self, job) -> str:
+        raise NotImplementedError
 
 
-def _import_state(dataset: Dataset) -> JobState | None:
-    if dataset.status == DatasetStatus.IMPORTING:
-        return JobState.QUEUED if (dataset.report or {}).get("phase") == "queued" else JobState.RUNNING
-    if dataset.status == DatasetStatus.FAILED:
-        return JobState.FAILED
-    return JobState.DONE
+class ImportKind(JobKind):
+    name, label, model, transitions = "import", "Import", Dataset, DATASET_TRANSITIONS
+    retry = ("annotator.services.importing.uploads.dataset_import_retry", "dataset")
+
+    def state(self, dataset):
+        if dataset.status == DatasetStatus.IMPORTING:
+            return JobState.QUEUED if (dataset.report or {}).get("phase") == "queued" else JobState.RUNNING
+        return JobState.FAILED if dataset.status == DatasetStatus.FAILED else JobState.DONE
+
+    def last_alive(self, dataset):
+        return dataset.updated_at  # every progress write moves it
+
+    def stale_after(self, state):
+        return IMPORT_STALE_AFTER
+
+    def progress(self, dataset):
+        total = dataset.images_total + dataset.captions_total
+        done = min(dataset.images_done, dataset.images_total) + min(dataset.captions_done, dataset.captions_total)
+        return done, total, "images and captions"
+
+    def error(self, dataset):
+        if dataset.status != DatasetStatus.FAILED:
+            return ""
+        return "; ".join(str(error) for error in ((dataset.report or {}).get("errors") or [])[:3])
+
+    def page(self, dataset):
+        return reverse("dataset-detail", args=[dataset.pk])
 
 
-def _import_progress(dataset: Dataset) -> tuple[int, int, str]:
-    total = dataset.images_total + dataset.captions_total
-    done = min(dataset.images_done, dataset.images_total) + min(dataset.captions_done, dataset.captions_total)
-    return done, total, "images and captions"
+class RankingKind(JobKind):
+    name, label, model, transitions = "ranking", "Ranking run", RankingRun, RUN_TRANSITIONS
+    retry = ("annotator.services.ranking.runs.ranking_run_retry", "run")
+    STATES = {
+        RunStatus.QUEUED: JobState.QUEUED,
+        RunStatus.RUNNING: JobState.RUNNING,
+        RunStatus.SUCCEEDED: JobState.DONE,
+        RunStatus.FAILED: JobState.FAILED,
+        RunStatus.CANCELLED: JobState.FAILED,
+    }
+
+    def state(self, run):
+        return self.STATES.get(run.status)
+
+    def last_alive(self, run):
+        """A queued run: when it was queued. A running one: the heartbeat the pipeline writes into
+        `progress`, its resume, or its start."""
+        if run.status == RunStatus.QUEUED:
+            return run.queued_at or run.created_at
+        progress = run.progress or {}
+        alive = _latest(_epoch(progress.get("beat_at")), _epoch(progress.get("resumed_at")), run.started_at)
+        return alive or run.created_at
+
+    def stale_after(self, state):
+        return queued_stale_after() if state == JobState.QUEUED else RUN_STALE_AFTER
+
+    def progress(self, run):
+        return run.chunks_done, run.chunks_total, "chunks"
+
+    def page(self, run):
+        return reverse("ranking-run", args=[run.pk])
 
 
-def _import_error(dataset: Dataset) -> str:
-    report = dataset.report or {}
-    if dataset.status != DatasetStatus.FAILED:
-        return ""
-    errors = report.get("errors") or []
-    return "; ".join(str(error) for error in errors[:3])
+class BuildKind(JobKind):
+    """A build runs in one transaction under its campaign's row lock: until it ends it reads as queued, and
+    nothing of it is visible before it is all there."""
+
+    name, label, model, transitions = "build", "Build", Campaign, CAMPAIGN_TRANSITIONS
+    retry = ("annotator.services.campaigns.build.campaign_build_request", "campaign")
+
+    def state(self, campaign):
+        if campaign.status == CampaignStatus.BUILDING:
+            return JobState.QUEUED
+        if campaign.status == CampaignStatus.DRAFT:
+            return JobState.FAILED if campaign.build_error else None
+        return JobState.DONE if campaign.built_at else None
+
+    def last_alive(self, campaign):
+        return campaign.build_requested_at
+
+    def stale_after(self, state):
+        return BUILD_STALE_AFTER
+
+    def progress(self, campaign):
+        return int(self.state(campaign) == JobState.DONE), 1, "build"
+
+    def error(self, campaign):
+        return campaign.build_error
+
+    def page(self, campaign):
+        return reverse("campaign-detail", args=[campaign.pk])
 
 
-# ---- ranking runs ----------------------------------------------------------------------------------------
+class ExportKind(JobKind):
+    name, label, model, transitions = "export", "Export", ExportJob, EXPORT_TRANSITIONS
+    retry = ("annotator.services.exports.jobs.export_retry", "job")
+    STATES = {
+        ExportStatus.QUEUED: JobState.QUEUED,
+        ExportStatus.RUNNING: JobState.RUNNING,
+        ExportStatus.SUCCEEDED: JobState.DONE,
+        ExportStatus.FAILED: JobState.FAILED,
+    }
 
-RUN_STATES = {
-    RunStatus.QUEUED: JobState.QUEUED,
-    RunStatus.RUNNING: JobState.RUNNING,
-    RunStatus.SUCCEEDED: JobState.DONE,
-    RunStatus.FAILED: JobState.FAILED,
-    RunStatus.CANCELLED: JobState.FAILED,
-}
+    def state(self, job):
+        return self.STATES.get(job.status)
 
+    def last_alive(self, job):
+        return job.started_at if job.status == ExportStatus.RUNNING else job.queued_at or job.created_at
 
-def _run_last_alive(run: RankingRun) -> datetime | None:
-    """The heartbeat the pipeline writes into `progress`, its resume, its start, or its creation."""
-    progress = run.progress or {}
-    if run.status == RunStatus.QUEUED:
-        return run.queued_at or run.created_at
-    alive = _latest(_epoch(progress.get("beat_at")), _epoch(progress.get("resumed_at")), run.started_at)
-    return alive or run.created_at
+    def stale_after(self, state):
+        return queued_stale_after() if state == JobState.QUEUED else EXPORT_STALE_AFTER
 
+    def progress(self, job):
+        return job.rows, job.rows, "rows"
 
-# ---- campaign builds -------------------------------------------------------------------------------------
-
-
-def _build_state(campaign: Campaign) -> JobState | None:
-    if campaign.status == CampaignStatus.BUILDING:
-        # Whether a worker holds it is known only under its row lock; until the build ends it reads as queued.
-        return JobState.QUEUED
-    if campaign.status == CampaignStatus.DRAFT:
-        return JobState.FAILED if campaign.build_error else None
-    return JobState.DONE if campaign.built_at else None
+    def page(self, job):
+        return reverse("research-campaign", args=[job.campaign_id])
 
 
-def _build_progress(campaign: Campaign) -> tuple[int, int, str]:
-    """A build is one transaction: nothing of it is visible until it is all there."""
-    return int(_build_state(campaign) == JobState.DONE), 1, "build"
-
-
-# ---- exports ---------------------------------------------------------------------------------------------
-
-EXPORT_STATES = {
-    ExportStatus.QUEUED: JobState.QUEUED,
-    ExportStatus.RUNNING: JobState.RUNNING,
-    ExportStatus.SUCCEEDED: JobState.DONE,
-    ExportStatus.FAILED: JobState.FAILED,
-}
-
-
-def _export_progress(job: ExportJob) -> tuple[int, int, str]:
-    return job.rows, job.rows, "rows"
-
-
-def _queued_or(running: timedelta) -> Callable[[JobState], timedelta]:
-    return lambda state: queued_stale_after() if state == JobState.QUEUED else running
-
-
-KINDS = {
-    kind.name: kind
-    for kind in (
-        JobKind(
-            name="import",
-            label="Import",
-            model=Dataset,
-            state=_import_state,
-            last_alive=lambda dataset: dataset.updated_at,  # every progress write moves it
-            stale_after=lambda state: IMPORT_STALE_AFTER,
-            progress=_import_progress,
-            error=_import_error,
-            retry="annotator.services.importing.uploads.dataset_import_retry",
-            retry_keyword="dataset",
-            page=lambda dataset: reverse("dataset-detail", args=[dataset.pk]),
-        ),
-        JobKind(
-            name="ranking",
-            label="Ranking run",
-            model=RankingRun,
-            state=lambda run: RUN_STATES.get(run.status),
-            last_alive=_run_last_alive,
-            stale_after=_queued_or(RUN_STALE_AFTER),
-            progress=lambda run: (run.chunks_done, run.chunks_total, "chunks"),
-            error=lambda run: run.error,
-            retry="annotator.services.ranking.runs.ranking_run_retry",
-            retry_keyword="run",
-            page=lambda run: reverse("ranking-run", args=[run.pk]),
-        ),
-        JobKind(
-            name="build",
-            label="Build",
-            model=Campaign,
-            state=_build_state,
-            last_alive=lambda campaign: campaign.build_requested_at,
-            stale_after=lambda state: BUILD_STALE_AFTER,
-            progress=_build_progress,
-            error=lambda campaign: campaign.build_error,
-            retry="annotator.services.campaigns.build.campaign_build_request",
-            retry_keyword="campaign",
-            page=lambda campaign: reverse("campaign-detail", args=[campaign.pk]),
-        ),
-        JobKind(
-            name="export",
-            label="Export",
-            model=ExportJob,
-            state=lambda job: EXPORT_STATES.get(job.status),
-            last_alive=lambda job: (
-                job.started_at if job.status == ExportStatus.RUNNING else job.queued_at or job.created_at
-            ),
-            stale_after=_queued_or(EXPORT_STALE_AFTER),
-            progress=_export_progress,
-            error=lambda job: job.error,
-            retry="annotator.services.exports.jobs.export_retry",
-            retry_keyword="job",
-            page=lambda job: reverse("research-campaign", args=[job.campaign_id]),
-        ),
-    )
-}
+KINDS = {kind.name: kind for kind in (ImportKind(), RankingKind(), BuildKind(), ExportKind())}
 _KIND_OF_MODEL = {kind.model: kind for kind in KINDS.values()}
 
 
@@ -257,10 +253,11 @@ def job_state(job: models.Model, *, now: datetime | None = None) -> JobState | N
     return job_kind(job).state(job)
 
 
-def job_move(job: models.Model, *, target: str, transitions: dict, what: str, **changes) -> models.Model:
-    """Move a locked job row to the status `target` (checked against its kind's `transitions`, 409 if not
+def job_move(job: models.Model, target: str, **changes) -> models.Model:
+    """Move a locked job row to the status `target` (checked against its kind's transitions: a 409 if not
     allowed), set `changes` on it and save those fields. The caller holds the row lock in a transaction."""
-    check_transition(transitions=transitions, current=job.status, target=target, what=what)
+    kind = job_kind(job)
+    check_transition(transitions=kind.transitions, current=job.status, target=target, what=kind.label.lower())
     job.status = target
     for field, value in changes.items():
         setattr(job, field, value)
@@ -271,7 +268,7 @@ def job_move(job: models.Model, *, target: str, transitions: dict, what: str, **
     return job
 
 
-def job_requeue(job: models.Model, *, queued: str, transitions: dict, what: str, task: str) -> models.Model:
+def job_requeue(job: models.Model, *, queued: str, task: str) -> models.Model:
     """Queue a locked job again when it failed or stalled; the caller holds its row lock and has refused
     what its kind refuses beyond the transition table. A job queued or running that is not stalled is left
     as it is, nothing enqueued. A failed job moves to `queued` (its error cleared); a stalled queued job
@@ -282,7 +279,7 @@ def job_requeue(job: models.Model, *, queued: str, transitions: dict, what: str,
         return job
     now = timezone.now()
     if state != JobState.STALLED:  # failed, or done: no kind's table leads from done back to queued (409)
-        job_move(job, target=queued, transitions=transitions, what=what, error="", finished_at=None, queued_at=now)
+        job_move(job, queued, error="", finished_at=None, queued_at=now)
     elif job.status == queued:
         job.queued_at = now
         job.save(update_fields=["queued_at"])
@@ -293,8 +290,8 @@ def job_requeue(job: models.Model, *, queued: str, transitions: dict, what: str,
 def job_retry(job: models.Model) -> models.Model:
     """Queue a failed or stalled job again through its kind's retry service (which locks the row, checks
     the move and enqueues after commit). A job that is queued or running and not stalled is left as it is."""
-    kind = job_kind(job)
-    return import_string(kind.retry)(**{kind.retry_keyword: job})
+    path, keyword = job_kind(job).retry
+    return import_string(path)(**{keyword: job})
 
 
 def job_view(job: models.Model, *, now: datetime | None = None) -> dict:

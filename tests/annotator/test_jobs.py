@@ -20,8 +20,6 @@ from annotator.jobs import (
     job_view,
 )
 from annotator.models import (
-    EXPORT_TRANSITIONS,
-    RUN_TRANSITIONS,
     CampaignStatus,
     Dataset,
     DatasetStatus,
@@ -100,17 +98,17 @@ def _queued_run() -> RankingRun:
 def test_a_ranking_run_is_queued_runs_and_is_done():
     run = _queued_run()
     assert job_state(run) == JobState.QUEUED
-    job_move(run, target=RunStatus.RUNNING, transitions=RUN_TRANSITIONS, what="run", started_at=timezone.now())
+    job_move(run, RunStatus.RUNNING, started_at=timezone.now())
     run.chunks_total, run.chunks_done = 4, 1
     assert job_state(run) == JobState.RUNNING and job_view(run)["percent"] == 25.0
-    job_move(run, target=RunStatus.SUCCEEDED, transitions=RUN_TRANSITIONS, what="run", finished_at=timezone.now())
+    job_move(run, RunStatus.SUCCEEDED, finished_at=timezone.now())
     assert job_state(run) == JobState.DONE and job_view(run)["percent"] == 100.0
 
 
 def test_a_failed_ranking_run_is_retried_and_a_silent_one_is_stalled(django_capture_on_commit_callbacks):
     run = _queued_run()
-    job_move(run, target=RunStatus.RUNNING, transitions=RUN_TRANSITIONS, what="run", started_at=timezone.now())
-    job_move(run, target=RunStatus.FAILED, transitions=RUN_TRANSITIONS, what="run", error="CUDA out of memory")
+    job_move(run, RunStatus.RUNNING, started_at=timezone.now())
+    job_move(run, RunStatus.FAILED, error="CUDA out of memory")
     assert job_state(run) == JobState.FAILED and job_view(run)["error"] == "CUDA out of memory"
     with django_capture_on_commit_callbacks(execute=False) as queued:
         run = job_retry(run)
@@ -193,18 +191,16 @@ def test_a_failed_export_is_retried_and_a_stuck_one_is_stalled(django_capture_on
     campaign = research_campaign(name="jobs-export-failed")
     with django_capture_on_commit_callbacks(execute=False):
         job = export_create(campaign=campaign, user=campaign.owner, format="jsonl")
-    job_move(job, target=ExportStatus.RUNNING, transitions=EXPORT_TRANSITIONS, what="export", started_at=timezone.now())
+    job_move(job, ExportStatus.RUNNING, started_at=timezone.now())
     assert job_state(job) == JobState.RUNNING
-    job_move(job, target=ExportStatus.FAILED, transitions=EXPORT_TRANSITIONS, what="export", error="storage said no")
+    job_move(job, ExportStatus.FAILED, error="storage said no")
     assert job_view(job)["state"] == "failed" and job_view(job)["error"] == "storage said no"
     with django_capture_on_commit_callbacks(execute=False) as queued:
         job = job_retry(job)
     assert job_state(job) == JobState.QUEUED and job.error == "" and len(queued) == 1
     job_move(
         job,
-        target=ExportStatus.RUNNING,
-        transitions=EXPORT_TRANSITIONS,
-        what="export",
+        ExportStatus.RUNNING,
         started_at=timezone.now() - EXPORT_STALE_AFTER - timedelta(seconds=1),
     )
     assert job_state(job) == JobState.STALLED

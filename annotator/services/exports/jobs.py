@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from annotator.errors import ApplicationError
 from annotator.jobs import job_move, job_requeue, job_stalled
-from annotator.models import EXPORT_TRANSITIONS, Campaign, ExportFormat, ExportJob, ExportStatus, ExportVariant, Scale
+from annotator.models import Campaign, ExportFormat, ExportJob, ExportStatus, ExportVariant, Scale
 from annotator.queue import enqueue_on_commit
 from annotator.selectors.research import label_method_resolve
 from annotator.services.exports.write import labels_write
@@ -86,14 +86,7 @@ def export_run(*, export_id: int) -> ExportJob:
             return job  # done, or failed for a reason a new export has to address
         if job.status == ExportStatus.RUNNING and not job_stalled(job):
             return job  # another task is writing it
-        job_move(
-            job,
-            target=ExportStatus.RUNNING,
-            transitions=EXPORT_TRANSITIONS,
-            what="export",
-            started_at=timezone.now(),
-            error="",
-        )
+        job_move(job, ExportStatus.RUNNING, started_at=timezone.now(), error="")
     try:
         with tempfile.TemporaryFile() as spool:
             rows = labels_write(
@@ -139,7 +132,7 @@ def export_retry(*, job: ExportJob) -> ExportJob:
         locked = ExportJob.objects.select_for_update().get(pk=job.pk)
         if locked.status == ExportStatus.SUCCEEDED:
             raise ApplicationError("This export is done; start a new one for fresh labels.", status=409)
-        job_requeue(locked, queued=ExportStatus.QUEUED, transitions=EXPORT_TRANSITIONS, what="export", task=EXPORT_TASK)
+        job_requeue(locked, queued=ExportStatus.QUEUED, task=EXPORT_TASK)
     locked.refresh_from_db()  # with eager Celery it has already run at commit
     return locked
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from annotator.errors import ApplicationError
 from annotator.jobs import job_move, job_requeue, job_stalled
-from annotator.models import RUN_TRANSITIONS, Dataset, DatasetStatus, MachineAnnotator, RankingRun, RunStatus
+from annotator.models import Dataset, DatasetStatus, MachineAnnotator, RankingRun, RunStatus
 from annotator.queue import enqueue_on_commit
 from annotator.services.ranking.annotators import RANKABLE_KINDS
 
@@ -75,13 +75,7 @@ def ranking_run_cancel(*, run: RankingRun) -> RankingRun:
         locked = RankingRun.objects.select_for_update().get(pk=run.pk)
         if locked.status == RunStatus.CANCELLED:
             return locked
-        job_move(
-            locked,
-            target=RunStatus.CANCELLED,
-            transitions=RUN_TRANSITIONS,
-            what="ranking run",
-            finished_at=timezone.now(),
-        )
+        job_move(locked, RunStatus.CANCELLED, finished_at=timezone.now())
     return locked
 
 
@@ -97,6 +91,4 @@ def ranking_run_retry(*, run: RankingRun) -> RankingRun:
         locked = RankingRun.objects.select_for_update().get(pk=run.pk)
         if locked.status == RunStatus.RUNNING and not job_stalled(locked):
             raise ApplicationError("This run is running; cancel it first.", status=409)
-        return job_requeue(
-            locked, queued=RunStatus.QUEUED, transitions=RUN_TRANSITIONS, what="ranking run", task=RANKING_TASK
-        )
+        return job_requeue(locked, queued=RunStatus.QUEUED, task=RANKING_TASK)
