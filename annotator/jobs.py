@@ -21,20 +21,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from annotator.models import (
-    CAMPAIGN_TRANSITIONS,
-    DATASET_TRANSITIONS,
-    EXPORT_TRANSITIONS,
-    RUN_TRANSITIONS,
-    Campaign,
-    CampaignStatus,
-    Dataset,
-    DatasetStatus,
-    ExportJob,
-    ExportStatus,
-    RankingRun,
-    RunStatus,
-)
+from annotator.models.campaign import CAMPAIGN_TRANSITIONS, Campaign, CampaignStatus
+from annotator.models.dataset import DATASET_TRANSITIONS, Dataset, DatasetStatus
+from annotator.models.ranking import RUN_TRANSITIONS, RankingRun, RunStatus
+from annotator.models.research import EXPORT_TRANSITIONS, ExportJob, ExportStatus
 from annotator.models.state import check_transition
 from annotator.queue import enqueue_on_commit
 
@@ -84,9 +74,18 @@ class JobKind:
     transitions: dict
     retry: tuple[str, str]  # (dotted path of the service, its keyword for the job)
 
+    # The statuses ranking runs and exports share; a kind with others reads them itself.
+    STATES = {
+        "queued": JobState.QUEUED,
+        "running": JobState.RUNNING,
+        "succeeded": JobState.DONE,
+        "failed": JobState.FAILED,
+        "cancelled": JobState.FAILED,
+    }
+
     def state(self, job) -> JobState | None:
         """The lifecycle state of the kind's own status; None when the object is not a job right now."""
-        raise NotImplementedError
+        return self.STATES.get(job.status)
 
     def last_alive(self, job) -> datetime | None:
         raise NotImplementedError
@@ -137,16 +136,6 @@ class ImportKind(JobKind):
 class RankingKind(JobKind):
     name, label, model, transitions = "ranking", "Ranking run", RankingRun, RUN_TRANSITIONS
     retry = ("annotator.services.ranking.runs.ranking_run_retry", "run")
-    STATES = {
-        RunStatus.QUEUED: JobState.QUEUED,
-        RunStatus.RUNNING: JobState.RUNNING,
-        RunStatus.SUCCEEDED: JobState.DONE,
-        RunStatus.FAILED: JobState.FAILED,
-        RunStatus.CANCELLED: JobState.FAILED,
-    }
-
-    def state(self, run):
-        return self.STATES.get(run.status)
 
     def last_alive(self, run):
         """A queued run: when it was queued. A running one: the heartbeat the pipeline writes into
@@ -200,15 +189,6 @@ class BuildKind(JobKind):
 class ExportKind(JobKind):
     name, label, model, transitions = "export", "Export", ExportJob, EXPORT_TRANSITIONS
     retry = ("annotator.services.exports.jobs.export_retry", "job")
-    STATES = {
-        ExportStatus.QUEUED: JobState.QUEUED,
-        ExportStatus.RUNNING: JobState.RUNNING,
-        ExportStatus.SUCCEEDED: JobState.DONE,
-        ExportStatus.FAILED: JobState.FAILED,
-    }
-
-    def state(self, job):
-        return self.STATES.get(job.status)
 
     def last_alive(self, job):
         return job.started_at if job.status == ExportStatus.RUNNING else job.queued_at or job.created_at

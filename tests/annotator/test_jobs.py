@@ -266,3 +266,20 @@ def test_the_widget_offers_retry_for_a_stalled_run_and_the_retry_requeues_it(
     assert response.status_code == 302 and response.url == reverse("ranking-run", args=[run.pk]) and len(queued) == 1
     client.force_login(user_with_role(Role.WORKER))
     assert client.post(retry).status_code == 404
+
+
+def test_every_status_of_every_kind_reads_as_a_lifecycle_state():
+    """A status added to a kind without a place in the lifecycle would show no state on its page."""
+    from annotator.jobs import KINDS
+    from annotator.models import CampaignStatus, DatasetStatus, ExportStatus, RunStatus
+
+    statuses = {"import": DatasetStatus, "ranking": RunStatus, "export": ExportStatus}
+    for name, choices in statuses.items():
+        kind = KINDS[name]
+        for status in choices.values:
+            job = kind.model(status=status)
+            assert kind.state(job) in JobState.values, (name, status)
+    build = KINDS["build"]
+    for status in CampaignStatus.values:
+        campaign = build.model(status=status, build_error="", built_at=timezone.now())
+        assert build.state(campaign) in (*JobState.values, None), status
