@@ -1,10 +1,10 @@
 """The answer scales, as data the worker pages and the docs show.
 
-four_choice: ECCV Caption (seeds/000, Sec. 3.2 and App. B.1): four answers; the two middle ones ask why
+four_choice: ECCV Caption (Chun et al., ECCV 2022, Sec. 3.2 and App. B.1): four answers; the two middle ones ask why
 (shortcomings), and "in a wrong way" asks what is wrong (aspects). The follow-ups are a per-campaign switch
 (ECCV asked them in the image-to-caption stage and dropped them in the caption-to-image stage).
 
-similarity: Crisscrossed Captions (seeds/003, Sec. 2 and Table 2): a continuous 0-5 rating (raters are
+similarity: Crisscrossed Captions (Parekh et al., EACL 2021, Sec. 2 and Table 2): a continuous 0-5 rating (raters are
 encouraged to answer e.g. 2.87), five ratings per pair averaged, positive at >= 3. The wording of each
 integer point depends on what is compared: two captions (STS), two images (SIS) or an image and a caption
 (SITS). The slider shows these anchors, not the number, so raters do not round to integers.

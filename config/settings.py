@@ -236,7 +236,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
 }
 
-# Quality control (issue 6, docs/quality.md): the automatic soft block and the auto-approval beat.
+# Quality control (docs/quality.md): the automatic soft block and the auto-approval beat.
 QUALITY_SOFT_BLOCK_MIN_GOLD = env.int("QUALITY_SOFT_BLOCK_MIN_GOLD", default=6)
 QUALITY_SOFT_BLOCK_GOLD_ACCURACY = env.float("QUALITY_SOFT_BLOCK_GOLD_ACCURACY", default=0.8)
 QUALITY_SOFT_BLOCK_MIN_DECIDED = env.int("QUALITY_SOFT_BLOCK_MIN_DECIDED", default=10)
@@ -269,7 +269,7 @@ CELERY_BEAT_SCHEDULE["quality-aggregate"] = {
     "schedule": env.float("QUALITY_AGGREGATE_EVERY_SECONDS", default=900.0),
 }
 
-# Crowd workers (issue 5, docs/workers.md): sign-up invite code (empty = open) and the lease-expiry beat.
+# Crowd workers (docs/workers.md): sign-up invite code (empty = open) and the lease-expiry beat.
 SIGNUP_INVITE_CODE = env.str("SIGNUP_INVITE_CODE", default="")
 # Sign-up tries per address and hour (a sign-up tells whether a name is free, so tries are limited; 429 after).
 SIGNUP_RATE_PER_HOUR = env.int("SIGNUP_RATE_PER_HOUR", default=20)

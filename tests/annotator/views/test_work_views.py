@@ -1,4 +1,4 @@
-"""The worker's pages and JSON endpoints: ownership, no gold leak, CSRF, escaping, MTurk (issue 5)."""
+"""The worker's pages and JSON endpoints: ownership, no gold leak, CSRF, escaping, MTurk."""
 
 import json
 import re
