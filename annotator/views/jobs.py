@@ -19,15 +19,13 @@ from annotator.models import RankingRun, Role
 from annotator.selectors.campaigns import campaign_get_for_owner
 from annotator.selectors.datasets import dataset_get_visible
 from annotator.selectors.research import export_list_readable
-from annotator.views.access import application_errors_as_400
+from annotator.views.access import application_errors_as_400, role_required
 from annotator.views.ranking import _may_manage as may_manage_runs
 from annotator.views.ranking import _may_read as may_read_runs
 
 
 def _job_or_404(user, kind: str, job_id: int, *, manage: bool):
     """The job if `user` may see it (and, with `manage`, retry it); 404 or 403 otherwise."""
-    if not user.is_authenticated:
-        raise PermissionDenied("Log in first.")
     role = user_role(user)
     if kind == "import" and role == Role.REQUESTER:
         try:
@@ -52,6 +50,7 @@ def _job_or_404(user, kind: str, job_id: int, *, manage: bool):
 
 
 @require_GET
+@role_required(Role.REQUESTER, Role.RESEARCHER)
 def job_status(request, kind: str, job_id: int):
     """The job as the progress widget shows it (annotator.jobs.job_view), as JSON."""
     if kind not in KINDS:
@@ -60,6 +59,7 @@ def job_status(request, kind: str, job_id: int):
 
 
 @require_POST
+@role_required(Role.REQUESTER, Role.RESEARCHER)
 @application_errors_as_400
 def job_retry_submit(request, kind: str, job_id: int):
     """Queue a failed or stalled job again, then back to its page."""

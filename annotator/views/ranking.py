@@ -6,7 +6,7 @@ for requesters, on datasets they own (or unowned ones; staff act on any).
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, JsonResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -149,14 +149,6 @@ def run_detail(request, run_id: int):
     return render(request, "ranking/run.html", context)
 
 
-@require_GET
-@role_required(*READERS)
-def run_progress(request, run_id: int):
-    run = get_object_or_404(RankingRun.objects.select_related("annotator", "dataset"), pk=run_id)
-    _require_read(request.user, run.dataset)
-    return JsonResponse(ranking_run_progress(run=run))
-
-
 @require_POST
 @role_required(Role.REQUESTER)
 @application_errors_as_400
@@ -173,6 +165,5 @@ urlpatterns = [
     path("datasets/<int:dataset_id>/rank/", ranking_start, name="ranking-start"),
     path("ranking/annotators/", annotator_create, name="annotator-register"),
     path("ranking/runs/<int:run_id>/", run_detail, name="ranking-run"),
-    path("ranking/runs/<int:run_id>/progress.json", run_progress, name="ranking-run-progress"),
     path("ranking/runs/<int:run_id>/cancel/", run_cancel, name="ranking-run-cancel"),
 ]

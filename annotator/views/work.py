@@ -51,9 +51,9 @@ SESSION_MTURK_SUBMIT_TO = "mturk_submit_to"
 SESSION_MTURK_VERIFIED = "mturk_verified"  # "assignmentId|workerId|hitId" of arrivals MTurk confirmed
 SESSION_MTURK_VERIFIED_KEEP = 20
 
-# Short labels along the slider, as in the Crisscrossed Captions interfaces (Parekh et al., EACL 2021, Figures 4-6); the full
-# wording of each point (its Table 2) comes from annotator/scales.py and is shown in the instructions and as a
-# tooltip. No number is shown.
+# Short labels along the slider, as in the Crisscrossed Captions interfaces (Parekh et al., EACL 2021,
+# Figures 4-6); the full wording of each point (its Table 2) comes from annotator/scales.py and is shown in
+# the instructions and as a tooltip. No number is shown.
 SLIDER_LABELS = {
     "image_caption": [
         "Completely unmatched",

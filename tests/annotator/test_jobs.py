@@ -265,7 +265,7 @@ def test_the_widget_offers_retry_for_a_stalled_run_and_the_retry_requeues_it(
         response = client.post(retry)
     assert response.status_code == 302 and response.url == reverse("ranking-run", args=[run.pk]) and len(queued) == 1
     client.force_login(user_with_role(Role.WORKER))
-    assert client.post(retry).status_code == 404
+    assert client.post(retry).status_code == 403
 
 
 def test_every_status_of_every_kind_reads_as_a_lifecycle_state():

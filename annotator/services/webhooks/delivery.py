@@ -71,10 +71,6 @@ def webhook_endpoint_create(*, owner, url: str, events: list[str] | None = None)
     return WebhookEndpoint.objects.create(owner=owner, url=url, events=events, secret=new_secret())
 
 
-def webhook_endpoint_delete(*, endpoint: WebhookEndpoint) -> None:
-    endpoint.delete()
-
-
 def webhook_emit(*, owner, event: str, data: dict) -> int:
     """Queue `event` for every active endpoint of `owner` that wants it; delivered after commit. Returns
     how many deliveries were created. Safe inside the caller's transaction (nothing leaves before commit)."""
@@ -179,18 +175,3 @@ def webhooks_deliver_due(*, now=None, limit: int = 200) -> int:
     for pk in due:
         webhook_deliver(delivery_id=pk, now=now)
     return len(due)
-
-
-def webhook_redeliver(*, delivery: WebhookDelivery) -> WebhookDelivery:
-    """Send a given-up delivery again (a requester's button); the attempt count starts over."""
-    with transaction.atomic():
-        locked = WebhookDelivery.objects.select_for_update().get(pk=delivery.pk)
-        check_transition(
-            transitions=DELIVERY_TRANSITIONS, current=locked.status, target=DeliveryStatus.PENDING, what="delivery"
-        )
-        locked.status = DeliveryStatus.PENDING
-        locked.attempts = 0
-        locked.next_attempt_at = timezone.now()
-        locked.save(update_fields=["status", "attempts", "next_attempt_at"])
-        enqueue_on_commit(DELIVER_TASK, locked.pk)
-        return locked

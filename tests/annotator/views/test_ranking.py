@@ -43,8 +43,8 @@ def test_requester_ranks_from_the_dataset_page_and_sees_the_result(
     assert detail.status_code == 200 and b"Candidates" in detail.content
     first_caption = dataset.captions.order_by("pk").first()
     assert first_caption.text.encode() in detail.content
-    progress = client.get(reverse("ranking-run-progress", args=[run.pk])).json()
-    assert progress["status"] == "succeeded" and progress["percent"] == 100.0
+    progress = client.get(reverse("job-status", args=["ranking", run.pk])).json()
+    assert progress["status"] == "succeeded" and progress["state"] == "done" and progress["percent"] == 100.0
 
 
 def test_two_annotators_show_diversity_on_the_dataset_page(client, requester, django_capture_on_commit_callbacks):
@@ -63,7 +63,7 @@ def test_workers_and_anonymous_users_cannot_reach_ranking(client):
     assert anonymous.status_code == 302 and "login" in anonymous.url
     client.force_login(factories.user_with_role(models.Role.WORKER))
     assert client.get(reverse("ranking-run", args=[run.pk])).status_code == 403
-    assert client.get(reverse("ranking-run-progress", args=[run.pk])).status_code == 403
+    assert client.get(reverse("job-status", args=["ranking", run.pk])).status_code == 403
     assert (
         client.post(reverse("ranking-start", args=[dataset.pk]), {"annotator": "kind:tfidf_pivot"}).status_code == 403
     )
@@ -156,7 +156,7 @@ def test_another_requesters_runs_are_not_found(client, requester):
     dataset = owned_dataset(factories.user_with_role(models.Role.REQUESTER))
     run = factories.RankingRunFactory(dataset=dataset)
     assert client.get(reverse("ranking-run", args=[run.pk])).status_code == 404
-    assert client.get(reverse("ranking-run-progress", args=[run.pk])).status_code == 404
+    assert client.get(reverse("job-status", args=["ranking", run.pk])).status_code == 404
     assert client.get(reverse("dataset-ranking", args=[dataset.pk])).status_code == 404
 
 
