@@ -15,6 +15,7 @@ from annotator.views import (
     research,
     review,
     tokens,
+    webhooks,
     work,
 )
 
@@ -34,4 +35,5 @@ urlpatterns = [
     *ranking.urlpatterns,
     *operations.urlpatterns,
     *jobs.urlpatterns,
+    *webhooks.urlpatterns,
 ]

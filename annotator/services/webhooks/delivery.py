@@ -71,6 +71,10 @@ def webhook_endpoint_create(*, owner, url: str, events: list[str] | None = None)
     return WebhookEndpoint.objects.create(owner=owner, url=url, events=events, secret=new_secret())
 
 
+def webhook_endpoint_delete(*, endpoint: WebhookEndpoint) -> None:
+    endpoint.delete()
+
+
 def webhook_emit(*, owner, event: str, data: dict) -> int:
     """Queue `event` for every active endpoint of `owner` that wants it; delivered after commit. Returns
     how many deliveries were created. Safe inside the caller's transaction (nothing leaves before commit)."""
@@ -175,3 +179,23 @@ def webhooks_deliver_due(*, now=None, limit: int = 200) -> int:
     for pk in due:
         webhook_deliver(delivery_id=pk, now=now)
     return len(due)
+
+
+def webhook_redeliver(*, delivery: WebhookDelivery) -> WebhookDelivery:
+    """Send a given-up delivery again (a requester's button); the attempt count starts over."""
+    with transaction.atomic():
+        locked = WebhookDelivery.objects.select_for_update().get(pk=delivery.pk)
+        if locked.status != DeliveryStatus.FAILED:
+            raise ApplicationError(
+                f"Only a delivery that was given up can be sent again; this one is {locked.get_status_display()}.",
+                status=409,
+            )
+        check_transition(
+            transitions=DELIVERY_TRANSITIONS, current=locked.status, target=DeliveryStatus.PENDING, what="delivery"
+        )
+        locked.status = DeliveryStatus.PENDING
+        locked.attempts = 0
+        locked.next_attempt_at = timezone.now()
+        locked.save(update_fields=["status", "attempts", "next_attempt_at"])
+        enqueue_on_commit(DELIVER_TASK, locked.pk)
+        return locked
