@@ -104,16 +104,9 @@ def export_run(*, export_id: int) -> ExportJob:
             job.file.save(name, File(spool), save=False)
     except Exception as error:  # recorded on the job for the person, logged for the operator
         logger.exception("Export %s failed", job.pk)
-        job.status = ExportStatus.FAILED
-        job.error = f"The export failed: {error}"[:2000]
-        job.finished_at = timezone.now()
-        job.save(update_fields=["status", "error", "finished_at"])
+        job_move(job, ExportStatus.FAILED, error=f"The export failed: {error}"[:2000], finished_at=timezone.now())
         return job
-    job.status = ExportStatus.SUCCEEDED
-    job.rows = rows
-    job.size_bytes = size
-    job.finished_at = timezone.now()
-    job.save(update_fields=["status", "rows", "size_bytes", "file", "finished_at"])
+    job_move(job, ExportStatus.SUCCEEDED, rows=rows, size_bytes=size, file=job.file, finished_at=timezone.now())
     webhook_emit(
         owner=Campaign.objects.get(pk=job.campaign_id).owner,
         event="export.ready",
