@@ -65,9 +65,12 @@ class HitAdmin(admin.ModelAdmin):
 
 @admin.register(models.Worker)
 class WorkerAdmin(admin.ModelAdmin):
-    list_display = ["pseudonym", "user", "external_id", "gold_correct", "gold_total", "blocked", "soft_blocked"]
-    list_filter = ["blocked", "soft_blocked"]
+    list_display = ["pseudonym", "user", "external_id", "gold_correct", "gold_total", "blocked"]
+    list_filter = ["blocked"]
     search_fields = ["pseudonym", "external_id", "user__username"]
+    # A platform block goes through worker_platform_block (POST /api/v1/workers/<id>/platform-block/), which
+    # keeps the reason in the trust history and writes an audit event; the admin form would skip both.
+    readonly_fields = ["blocked", "blocked_reason", "gold_correct", "gold_total"]
 
 
 class AssignmentEventInline(admin.TabularInline):

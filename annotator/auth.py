@@ -1,4 +1,4 @@
-"""Who a user is: their role, and the log-in backend (Django's ModelBackend) that reads the user with their
+"""The log-in backend (Django's ModelBackend) that reads the user with their
 role and worker in one query.
 
 Every request of a logged-in person loads the user from the session; crowd workers send one request per
@@ -7,18 +7,6 @@ every request. Passwords, permissions and `is_active` are checked exactly as Mod
 """
 
 from django.contrib.auth.backends import ModelBackend
-
-from annotator.models import Role
-
-
-def user_role(user) -> str | None:
-    """The user's role; staff act as requesters. None for anonymous users."""
-    if not user.is_authenticated:
-        return None
-    if user.is_staff or user.is_superuser:
-        return Role.REQUESTER
-    profile = getattr(user, "profile", None)
-    return profile.role if profile else None
 
 
 class AccountBackend(ModelBackend):

@@ -1,7 +1,14 @@
-"""Request-level guards that must run before anything reads the request body."""
+"""Request-level guards that must run before anything reads the request body, and the error pages."""
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.template.loader import render_to_string
+
+from annotator.errors import ErrorAnswer, error_answer
+
+# Statuses with a page of their own (templates/<status>.html); any other 4xx uses templates/error.html.
+ERROR_PAGES = frozenset({400, 403, 404, 409, 503})
 
 
 class RequestSizeLimitMiddleware:
@@ -33,3 +40,55 @@ class RequestSizeLimitMiddleware:
             response["Connection"] = "close"
             return response
         return self.get_response(request)
+
+
+def wants_json(request) -> bool:
+    """API and script callers (hit.js autosave, progress polling) get JSON errors; browsers get a page."""
+    return (
+        request.path.startswith("/api/")
+        or "application/json" in request.headers.get("Accept", "")
+        or request.content_type == "application/json"
+    )
+
+
+def error_response(request, answer: ErrorAnswer, *, reload: bool = False) -> HttpResponse:
+    """`answer` as JSON `{"error": message, ...extra}` or as the page for its status; Retry-After on a 503.
+
+    A 503 page is rendered without the request context: the context processors would read the session and
+    the user from the database that is away.
+    """
+    if wants_json(request):
+        body = {"error": answer.message, **answer.extra}
+        if answer.retry_after is not None:
+            body["retry_after"] = answer.retry_after
+        response = JsonResponse(body, status=answer.status)
+    else:
+        template = f"{answer.status}.html" if answer.status in ERROR_PAGES else "error.html"
+        context = {"message": answer.message, "extra": answer.extra, "status": answer.status}
+        if answer.retry_after is not None:
+            context.update(retry_after=answer.retry_after, reload=reload)
+            response = HttpResponse(render_to_string(template, context), status=answer.status)
+        else:
+            response = render(request, template, context, status=answer.status)
+    if answer.retry_after is not None:
+        response["Retry-After"] = str(answer.retry_after)
+        response["Cache-Control"] = "no-store"
+    return response
+
+
+class ErrorPageMiddleware:
+    """A view's error, answered from the one mapping (annotator.errors.error_answer): a person's mistake,
+    a missing or forbidden object is its 4xx page (or JSON for scripts). Outages are left to
+    OutageMiddleware, which tries a safe request once more first; defects stay 500s."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        answer = error_answer(exception)
+        if answer is None or answer.retry_after is not None:
+            return None
+        return error_response(request, answer)

@@ -1,18 +1,17 @@
 """The one exception handler of the API: every error is JSON `{"error": message, ...}` with a 4xx status.
 
-ApplicationError (raised by services) keeps its message, its structured `extra` and its status; DRF's own
-errors (validation, authentication, permission, not found, throttling, parse errors) keep their status
-and get the same shape, with per-field messages under `fields` for a validation error.
+ApplicationError and Django's own exceptions are answered from annotator.errors.error_answer, the mapping
+the HTML pages use too, so the same mistake has the same status on a page and here. DRF's own errors
+(validation, authentication, permission, not found, throttling, parse errors) keep their status and get
+the same shape, with per-field messages under `fields` for a validation error. An outage is left to
+OutageMiddleware (a read is tried once more, then 503 with Retry-After, from the same mapping).
 """
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from annotator.errors import ApplicationError
+from annotator.errors import error_answer
 
 
 def _first_message(detail) -> str:
@@ -33,16 +32,11 @@ def _first_message(detail) -> str:
 
 
 def exception_handler(exc, context):
-    if isinstance(exc, ApplicationError):
-        return Response({"error": exc.message, **exc.extra}, status=exc.status)
-    if isinstance(exc, DjangoValidationError):
-        # A model's full_clean() that escaped a service: still the person's input, never a 500.
-        messages = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
-        exc = exceptions.ValidationError(messages)
-    if isinstance(exc, Http404):
-        return Response({"error": "Not found."}, status=status.HTTP_404_NOT_FOUND)
-    if isinstance(exc, DjangoPermissionDenied):
-        return Response({"error": str(exc) or "You do not have permission to do this."}, status=403)
+    if not isinstance(exc, exceptions.APIException):
+        answer = error_answer(exc)
+        if answer is None or answer.retry_after is not None:
+            return None  # an outage (OutageMiddleware answers 503) or a defect: a real 500, never disguised
+        return Response({"error": answer.message, **answer.extra}, status=answer.status)
 
     response = drf_exception_handler(exc, context)
     if response is None:

@@ -20,6 +20,7 @@ from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
+from annotator.access import label_sets_visible_to
 from annotator.errors import ApplicationError
 from annotator.models import (
     AggregationMethod,
@@ -35,7 +36,6 @@ from annotator.selectors.labelset_analyses import labelset_bias, labelset_compar
 from annotator.selectors.labelsets import (
     labelset_dataset_usable,
     labelset_get_readable,
-    labelset_list_readable,
     labelset_operands,
 )
 from annotator.selectors.research import campaign_get_readable
@@ -288,7 +288,7 @@ class LabelSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
     def scoped_queryset(self):
-        sets = labelset_list_readable(user=self.request.user).order_by("id")
+        sets = label_sets_visible_to(self.request.user).order_by("id")
         if self.action == "list":
             filters = _validated(LabelSetFilterSerializer, self.request.query_params)
             if "dataset" in filters:

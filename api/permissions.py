@@ -1,8 +1,8 @@
-"""Role checks of the API: each viewset says which roles may call which action (Profile.role)."""
+"""Role checks of the API: each viewset says which roles may call which action; annotator.access decides."""
 
 from rest_framework.permissions import BasePermission
 
-from annotator.auth import user_role
+from annotator.access import has_role, user_role
 from annotator.models import Role
 
 REQUESTER = frozenset({Role.REQUESTER})
@@ -24,7 +24,7 @@ class RolePermission(BasePermission):
         if role is None:
             return False
         allowed = getattr(view, "action_roles", {}).get(getattr(view, "action", None), getattr(view, "roles", ()))
-        if role not in allowed:
+        if not has_role(request.user, *allowed):
             self.message = f"A {role} may not do this; it needs one of: {', '.join(sorted(allowed)) or 'nobody'}."
             return False
         return True

@@ -311,6 +311,17 @@ class OwnAssignmentSerializer(serializers.ModelSerializer):
 
 
 class WorkerSerializer(serializers.ModelSerializer):
+    """A worker as the calling requester sees them: the gold record earned on the caller's campaigns and the
+    caller's own block and soft block (another requester's decisions never show). `platform_blocked`: staff
+    blocked the worker everywhere. Reads the standing_* annotations of WorkerViewSet's queryset."""
+
+    gold_correct = serializers.IntegerField(source="standing_gold_correct", read_only=True)
+    gold_total = serializers.IntegerField(source="standing_gold_total", read_only=True)
+    blocked = serializers.BooleanField(source="standing_blocked", read_only=True)
+    soft_blocked = serializers.BooleanField(source="standing_soft_blocked", read_only=True)
+    blocked_reason = serializers.CharField(source="standing_blocked_reason", read_only=True)
+    platform_blocked = serializers.BooleanField(source="blocked", read_only=True)
+
     class Meta:
         model = Worker
         fields = [
@@ -321,6 +332,7 @@ class WorkerSerializer(serializers.ModelSerializer):
             "blocked",
             "soft_blocked",
             "blocked_reason",
+            "platform_blocked",
             "created_at",
         ]
         read_only_fields = fields

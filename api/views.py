@@ -7,7 +7,6 @@ may too); workers see only their own assignments. Out-of-scope objects are 404s.
 
 import json
 
-from django.db.models import Q
 from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -17,7 +16,16 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from annotator.auth import user_role
+from annotator.access import (
+    campaigns_managed_by,
+    campaigns_visible_to,
+    can_manage_run,
+    evaluations_visible_to,
+    exports_visible_to,
+    is_worker,
+    runs_visible_to,
+    workers_known_to,
+)
 from annotator.errors import ApplicationError
 from annotator.models import (
     Assignment,
@@ -34,14 +42,12 @@ from annotator.models import (
     Worker,
 )
 from annotator.selectors.labelsets import labelset_get_readable
-from annotator.selectors.leaderboard import evaluation_list_visible
 from annotator.selectors.research import (
     campaign_get_readable,
-    campaign_list_readable,
-    export_list_readable,
     label_counts,
     label_list,
 )
+from annotator.selectors.standing import workers_with_standing
 from annotator.services.campaigns.sharing import campaign_share
 from annotator.services.exports.jobs import export_create, export_file_name
 from annotator.services.research.evaluation import rankings_parse
@@ -57,11 +63,6 @@ def _validated(serializer_class, data, **kwargs) -> dict:
     serializer = serializer_class(data=data, **kwargs)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
-
-
-def _owned(queryset, user, owner_field: str):
-    """Superusers see everything; everyone else what `owner_field` says they own."""
-    return queryset if user.is_superuser else queryset.filter(**{owner_field: user})
 
 
 class ScopedViewSet(viewsets.GenericViewSet):
@@ -84,10 +85,6 @@ class ScopedViewSet(viewsets.GenericViewSet):
         if not (lookup.isascii() and lookup.isdigit()) or not 0 < int(lookup) <= s.MAX_ID:
             raise ApplicationError(f"No such object: {lookup[:40]!r} is not an id.", status=404)
         return super().get_object()
-
-    @property
-    def role(self) -> str | None:
-        return user_role(self.request.user)
 
 
 # --- datasets, annotators, ranking runs (requesters) -----------------------------------------------------
@@ -160,18 +157,16 @@ class MachineAnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
 
 
 class RankingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
-    """Ranking runs over the requester's datasets: start, watch progress, cancel."""
+    """Ranking runs over the caller's datasets (annotator.access.runs_visible_to: a researcher's are those of
+    shared campaigns' datasets): list and watch progress; requesters start and cancel."""
 
     model = RankingRun
+    action_roles = {"list": READERS, "retrieve": READERS}
 
     serializer_class = s.RankingRunSerializer
 
     def scoped_queryset(self):
-        runs = RankingRun.objects.order_by("id")
-        user = self.request.user
-        if user.is_staff or user.is_superuser:
-            return runs
-        return runs.filter(Q(dataset__owner=user) | Q(dataset__owner__isnull=True) | Q(created_by=user))
+        return runs_visible_to(self.request.user).order_by("id")
 
     @extend_schema(request=s.RankingRunCreateSerializer, responses={201: s.RankingRunSerializer})
     def create(self, request):
@@ -190,7 +185,10 @@ class RankingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     def cancel(self, request, pk=None):
         from annotator.services.ranking.runs import ranking_run_cancel
 
-        run = ranking_run_cancel(run=self.get_object())
+        run = self.get_object()
+        if not can_manage_run(request.user, run):
+            raise ApplicationError("Only the requester who owns this dataset can cancel its runs.", status=403)
+        run = ranking_run_cancel(run=run)
         return Response(s.RankingRunSerializer(run).data)
 
 
@@ -208,9 +206,9 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     def scoped_queryset(self):
         user = self.request.user
         if self.action in ("list", "retrieve", "labels_summary"):
-            campaigns = campaign_list_readable(user=user)
+            campaigns = campaigns_visible_to(user)
         else:
-            campaigns = _owned(Campaign.objects.all(), user, "owner")
+            campaigns = campaigns_managed_by(user)
         return campaigns.prefetch_related("shared_with", "runs").order_by("id")
 
     @extend_schema(request=s.CampaignCreateSerializer, responses={201: s.CampaignSerializer})
@@ -354,15 +352,15 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     }
 
     def get_serializer_class(self):
-        return s.OwnAssignmentSerializer if self.role == Role.WORKER else s.AssignmentSerializer
+        return s.OwnAssignmentSerializer if is_worker(self.request.user) else s.AssignmentSerializer
 
     def scoped_queryset(self):
         user = self.request.user
         assignments = Assignment.objects.select_related("hit", "hit__campaign", "worker").order_by("-id")
-        if self.role == Role.WORKER:
+        if is_worker(user):
             return assignments.filter(worker__user=user)
         assignments = assignments.select_related("external_decision")
-        assignments = _owned(assignments, user, "hit__campaign__owner")
+        assignments = assignments.filter(hit__campaign__in=campaigns_managed_by(user).values("pk"))
         if self.action == "list":
             filters = _validated(s.AssignmentFilterSerializer, self.request.query_params)
             if "campaign" in filters:
@@ -411,7 +409,9 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
 
 
 class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
-    """Workers who worked on the requester's campaigns; block and unblock them."""
+    """Workers who worked on the requester's campaigns (staff: every worker), each with the caller's own
+    record and decisions; block and unblock them on the caller's campaigns. Staff alone may block a worker
+    on the whole platform (platform-block, platform-unblock)."""
 
     model = Worker
 
@@ -419,10 +419,10 @@ class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedView
 
     def scoped_queryset(self):
         user = self.request.user
-        workers = Worker.objects.order_by("id")
-        if user.is_superuser:
-            return workers
-        return workers.filter(assignments__hit__campaign__owner=user).distinct()
+        return workers_with_standing(workers=workers_known_to(user), requester=user)
+
+    def _decided(self, worker: Worker) -> Response:
+        return Response(s.WorkerSerializer(self.get_queryset().get(pk=worker.pk)).data)
 
     @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
     @action(detail=True, methods=["post"])
@@ -430,8 +430,9 @@ class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedView
         from annotator.services.quality.trust import worker_block
 
         data = _validated(s.RequiredReasonSerializer, request.data)
-        worker = worker_block(worker=self.get_object(), actor=request.user, reason=data["reason"])
-        return Response(s.WorkerSerializer(worker).data)
+        worker = self.get_object()
+        worker_block(worker=worker, requester=request.user, actor=request.user, reason=data["reason"])
+        return self._decided(worker)
 
     @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
     @action(detail=True, methods=["post"])
@@ -439,8 +440,27 @@ class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedView
         from annotator.services.quality.trust import worker_unblock
 
         data = _validated(s.RequiredReasonSerializer, request.data)
-        worker = worker_unblock(worker=self.get_object(), actor=request.user, reason=data["reason"])
-        return Response(s.WorkerSerializer(worker).data)
+        worker = self.get_object()
+        worker_unblock(worker=worker, requester=request.user, actor=request.user, reason=data["reason"])
+        return self._decided(worker)
+
+    @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
+    @action(detail=True, methods=["post"], url_path="platform-block")
+    def platform_block(self, request, pk=None):
+        from annotator.services.quality.trust import worker_platform_block
+
+        data = _validated(s.RequiredReasonSerializer, request.data)
+        worker = worker_platform_block(worker=self.get_object(), actor=request.user, reason=data["reason"])
+        return self._decided(worker)
+
+    @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
+    @action(detail=True, methods=["post"], url_path="platform-unblock")
+    def platform_unblock(self, request, pk=None):
+        from annotator.services.quality.trust import worker_platform_unblock
+
+        data = _validated(s.RequiredReasonSerializer, request.data)
+        worker = worker_platform_unblock(worker=self.get_object(), actor=request.user, reason=data["reason"])
+        return self._decided(worker)
 
 
 # --- research: labels, exports, evaluations --------------------------------------------------------------
@@ -465,7 +485,7 @@ class LabelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewS
     roles = READERS
 
     def scoped_queryset(self):
-        campaigns = campaign_list_readable(user=self.request.user)
+        campaigns = campaigns_visible_to(self.request.user)
         if self.action != "list":
             return label_list(campaigns=campaigns)
         filters = _validated(s.LabelFilterSerializer, self.request.query_params)
@@ -487,7 +507,7 @@ class ExportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedV
     roles = READERS
 
     def scoped_queryset(self):
-        return export_list_readable(user=self.request.user).order_by("-id")
+        return exports_visible_to(self.request.user).order_by("-id")
 
     @extend_schema(request=s.ExportCreateSerializer, responses={202: s.ExportJobSerializer})
     def create(self, request):
@@ -517,7 +537,7 @@ class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     parser_classes = [JSONParser, MultiPartParser, FormParser]
 
     def scoped_queryset(self):
-        return evaluation_list_visible(user=self.request.user).order_by("-id")
+        return evaluations_visible_to(self.request.user).order_by("-id")
 
     @extend_schema(
         request=s.EvaluationCreateSerializer, responses={201: s.EvaluationSerializer, 200: s.EvaluationSerializer}

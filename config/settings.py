@@ -51,6 +51,8 @@ MIDDLEWARE = [
     # PostgreSQL or Redis blinking: a safe request is tried once more, anything else is a 503 with
     # Retry-After, never a 500 (annotator/resilience/middleware.py, docs/operations.md).
     "annotator.resilience.middleware.OutageMiddleware",
+    # A view's error as its 4xx page (or JSON for scripts), from the same mapping as the API's handler.
+    "annotator.middleware.ErrorPageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -92,6 +94,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "annotator.access.template_context",
             ],
         },
     },
@@ -113,9 +116,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's full set, applied wherever a password is set (sign-up, the admin, createsuperuser, changepassword).
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -203,6 +209,7 @@ SPECTACULAR_SETTINGS = {
         "LabelSetFormatEnum": "annotator.models.labelsets.LabelSetFormat.choices",
         "LabelSetExportFormatEnum": "annotator.services.labelsets.exports.FORMATS",
         "JobStatusEnum": "annotator.models.research.ExportStatus.choices",
+        "WebhookEventEnum": "annotator.models.webhooks.WebhookEvent.choices",
     },
 }
 
@@ -218,6 +225,9 @@ IMPORT_MAX_UPLOAD_BYTES = env.int("IMPORT_MAX_UPLOAD_BYTES", default=100 * 1024 
 IMPORT_MAX_ZIP_MEMBERS = env.int("IMPORT_MAX_ZIP_MEMBERS", default=50_000)
 IMPORT_MAX_UNZIPPED_BYTES = env.int("IMPORT_MAX_UNZIPPED_BYTES", default=2 * 1024 * 1024 * 1024)
 IMPORT_MAX_ZIP_RATIO = env.float("IMPORT_MAX_ZIP_RATIO", default=100.0)
+# The longest caption an import accepts (characters): a longer one is refused with its line (or COCO record)
+# named, at upload (annotator.importing.screening) and in the import's validation pass.
+IMPORT_MAX_CAPTION_CHARS = env.int("IMPORT_MAX_CAPTION_CHARS", default=2000)
 # Threads that read, check, thumbnail and store image files during an import (I/O bound: S3 round trips).
 IMPORT_THREADS = env.int("IMPORT_THREADS", default=4)
 
@@ -270,6 +280,11 @@ CELERY_BEAT_SCHEDULE["quality-aggregate"] = {
 }
 
 # Crowd workers (docs/workers.md): sign-up invite code (empty = open) and the lease-expiry beat.
+# Where the Django admin lives: a path prefix such as "staff-7f3c/", or empty for no admin at all. The
+# embedded default keeps "admin/"; production (config.settings_production) has none unless one is set.
+# Admin log-ins go through django-axes like every other log-in.
+ADMIN_URL = env.str("ADMIN_URL", default="admin/").strip("/")
+ADMIN_URL = f"{ADMIN_URL}/" if ADMIN_URL else ""
 SIGNUP_INVITE_CODE = env.str("SIGNUP_INVITE_CODE", default="")
 # Sign-up tries per address and hour (a sign-up tells whether a name is free, so tries are limited; 429 after).
 SIGNUP_RATE_PER_HOUR = env.int("SIGNUP_RATE_PER_HOUR", default=20)

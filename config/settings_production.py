@@ -10,6 +10,10 @@ if DEBUG:
 if not SECRET_KEY or SECRET_KEY == DEVELOPMENT_SECRET_KEY:
     raise ImproperlyConfigured("Production refuses to start without a SECRET_KEY in the environment.")
 
+# No admin on the public URL space unless ADMIN_URL names a (preferably hard to guess) prefix.
+ADMIN_URL = env.str("ADMIN_URL", default="").strip("/")
+ADMIN_URL = f"{ADMIN_URL}/" if ADMIN_URL else ""
+
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -11,9 +11,10 @@ from annotator.views.health import healthz
 # An outage that escapes outside a view (a session saved while PostgreSQL is away) is a 503, not a 500.
 handler500 = "annotator.resilience.middleware.server_error"
 
-urlpatterns = [
-    path("healthz", healthz, name="healthz"),
-    path("admin/", admin.site.urls),
+urlpatterns = [path("healthz", healthz, name="healthz")]
+if settings.ADMIN_URL:  # empty: no admin at all (the production default)
+    urlpatterns.append(path(settings.ADMIN_URL, admin.site.urls))
+urlpatterns += [
     path("api/v1/", include("api.urls")),
     path("", include("annotator.urls")),
 ]

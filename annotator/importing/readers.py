@@ -55,6 +55,11 @@ class MalformedFile(Exception):
         self.message = message
 
 
+def caption_too_long(length: int, limit: int) -> str:
+    """The message for a caption over IMPORT_MAX_CAPTION_CHARS (the same at upload and at import)."""
+    return f"has a caption of {length:,} characters; captions may have at most {limit:,} (IMPORT_MAX_CAPTION_CHARS)"
+
+
 def normalise_id(value) -> str | None:
     """COCO ids are ints, plain files may use strings; both are kept as the same text ("42")."""
     if isinstance(value, bool):
@@ -143,6 +148,7 @@ class PlainCaptionFile:
 
     def _rows(self) -> Iterator[tuple[str, dict | None]]:
         """(where, row as dict) per data line; row None for an unparsable line."""
+        reader = None
         try:
             with open(self.path, encoding="utf-8-sig", newline="") as handle:
                 if self.format == "jsonl":
@@ -159,7 +165,7 @@ class PlainCaptionFile:
                     reader = csv.reader(handle)
                     header = None
                     for row in reader:
-                        line_no = reader.line_num
+                        line_no = reader.line_num  # the line the record ends on
                         if not row or not any(cell.strip() for cell in row):
                             continue
                         lowered = [cell.strip().lower() for cell in row]
@@ -171,7 +177,8 @@ class PlainCaptionFile:
         except UnicodeDecodeError as exc:
             raise MalformedFile(self.path, f"not UTF-8 text ({exc})") from exc
         except csv.Error as exc:
-            raise MalformedFile(self.path, f"malformed CSV ({exc})") from exc
+            where = f" at line {reader.line_num}" if reader is not None else ""
+            raise MalformedFile(self.path, f"malformed CSV{where} ({exc})") from exc
 
     def _parse(self, where: str, row: dict | None) -> tuple[str, str, str, str] | Problem:
         if row is None:

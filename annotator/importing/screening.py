@@ -6,12 +6,14 @@ file once; nothing is extracted or decoded in full. What it refuses:
   a member packed more than IMPORT_MAX_ZIP_RATIO times (a zip bomb), a member over IMPORT_MAX_IMAGE_BYTES;
 - member names that climb out (`../`, an absolute path, a drive letter), symbolic links, encrypted members;
 - an image whose header declares more than IMPORT_MAX_IMAGE_PIXELS (a decompression bomb);
-- a caption file that is not UTF-8, not well-formed JSON / JSON lines, or not COCO-shaped.
+- a caption file that is not UTF-8, not well-formed JSON / JSON lines / CSV, or not COCO-shaped;
+- a caption longer than IMPORT_MAX_CAPTION_CHARS, naming its line (its record in COCO JSON).
 """
 
 from __future__ import annotations
 
 import codecs
+import csv
 import io
 import json
 import stat
@@ -24,6 +26,7 @@ from django.conf import settings
 from PIL import Image as PILImage
 
 from annotator.errors import ApplicationError
+from annotator.importing.readers import PlainCaptionFile, caption_too_long
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"}
 HEADER_BYTES = 64 * 1024
@@ -134,15 +137,28 @@ def _check_utf8(upload) -> None:
         raise ApplicationError("The captions file is not UTF-8 text (it ends inside a character).") from exc
 
 
+def _too_long(where: str, length: int) -> ApplicationError:
+    return ApplicationError(
+        f"{where} of the captions file {caption_too_long(length, settings.IMPORT_MAX_CAPTION_CHARS)}.",
+        extra={"where": where, "characters": length},
+    )
+
+
 def _check_coco_json(upload) -> None:
     upload.seek(0)
     seen = set()
+    limit = settings.IMPORT_MAX_CAPTION_CHARS
+    annotation = -1
     try:
-        for prefix, event, _value in ijson.parse(upload):
+        for prefix, event, value in ijson.parse(upload):
             if prefix == "" and event not in ("start_map", "end_map", "map_key"):
                 raise ApplicationError("The captions file must be a COCO JSON object with images and annotations.")
             if prefix in ("images", "annotations") and event == "start_array":
                 seen.add(prefix)
+            elif prefix == "annotations.item" and event == "start_map":
+                annotation += 1
+            elif prefix == "annotations.item.caption" and event == "string" and len(value) > limit:
+                raise _too_long(f"Record annotations[{annotation}]", len(value))
     except ijson.JSONError as exc:
         raise ApplicationError(f"The captions file is not well-formed JSON ({exc}).") from exc
     missing = {"images", "annotations"} - seen
@@ -154,6 +170,7 @@ def _check_coco_json(upload) -> None:
 
 def _check_json_lines(upload) -> None:
     upload.seek(0)
+    limit = settings.IMPORT_MAX_CAPTION_CHARS
     for number, raw in enumerate(upload, start=1):
         line = raw.decode("utf-8")  # already checked to be UTF-8
         if not line.strip():
@@ -164,13 +181,43 @@ def _check_json_lines(upload) -> None:
             raise ApplicationError(f"Line {number} of the captions file is not well-formed JSON ({exc}).") from exc
         if not isinstance(row, dict):
             raise ApplicationError(f"Line {number} of the captions file is not a JSON object.")
+        for key in PlainCaptionFile.CAPTION_KEYS:
+            if isinstance(row.get(key), str) and len(row[key]) > limit:
+                raise _too_long(f"Line {number}", len(row[key]))
+
+
+def _check_csv(upload) -> None:
+    """Each caption cell within IMPORT_MAX_CAPTION_CHARS; the caption column as PlainCaptionFile reads it."""
+    upload.seek(0)
+    limit = settings.IMPORT_MAX_CAPTION_CHARS
+    reader = csv.reader(raw.decode("utf-8-sig") for raw in upload)  # lines keep their endings
+    column = 1
+    try:
+        for row in reader:
+            lowered = [cell.strip().lower() for cell in row]
+            if reader.line_num == 1 and any(key in lowered for key in PlainCaptionFile.CAPTION_KEYS):
+                column = next(lowered.index(key) for key in PlainCaptionFile.CAPTION_KEYS if key in lowered)
+                continue
+            if len(row) > column and len(row[column]) > limit:
+                raise _too_long(f"Line {reader.line_num}", len(row[column]))
+    except csv.Error as exc:
+        if "field larger than field limit" in str(exc):
+            raise ApplicationError(
+                f"Line {reader.line_num} of the captions file holds a field of more than {csv.field_size_limit():,} "
+                f"characters; captions may have at most {limit:,} (IMPORT_MAX_CAPTION_CHARS).",
+                extra={"where": f"Line {reader.line_num}"},
+            ) from exc
+        raise ApplicationError(f"Line {reader.line_num} of the captions file is not well-formed CSV ({exc}).") from exc
 
 
 def screen_captions(upload, suffix: str) -> None:
-    """Refuse a caption file that is not UTF-8 or not well-formed for its suffix (400); rewinds the upload."""
+    """Refuse a caption file that is not UTF-8, not well-formed for its suffix, or with a caption over
+    IMPORT_MAX_CAPTION_CHARS (400, naming the line); rewinds the upload."""
     _check_utf8(upload)
     if suffix == ".json":
         _check_coco_json(upload)
     elif suffix in (".jsonl", ".ndjson"):
         _check_json_lines(upload)
+    elif suffix == ".csv":
+        _check_csv(upload)
     upload.seek(0)

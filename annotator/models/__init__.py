@@ -70,7 +70,14 @@ from annotator.models.labelsets import (
     QueryRule,
 )
 from annotator.models.operations import RequeueKind, SweepRequeue, SweepRun
-from annotator.models.quality import CleanupKind, CleanupProposal, CleanupStatus, TrustAction, WorkerTrustEvent
+from annotator.models.quality import (
+    CleanupKind,
+    CleanupProposal,
+    CleanupStatus,
+    TrustAction,
+    WorkerStanding,
+    WorkerTrustEvent,
+)
 from annotator.models.ranking import (
     RUN_TRANSITIONS,
     AnnotatorKind,

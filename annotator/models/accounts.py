@@ -13,6 +13,9 @@ class Profile(models.Model):
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.WORKER)
+    # A requester's opt-in: the gold records workers earn on their campaigns join a shared, anonymised
+    # reputation (totals only), which then also counts in this requester's own trust figures.
+    share_gold_record = models.BooleanField(default=False)
 
     class Meta:
         constraints = [models.CheckConstraint(condition=models.Q(role__in=Role.values), name="profile_role_valid")]

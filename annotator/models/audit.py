@@ -11,6 +11,8 @@ class AuditAction(models.TextChoices):
     WORKER_UNBLOCK = "worker_unblock", "Worker unblocked"
     WORKER_SOFT_BLOCK = "worker_soft_block", "Worker soft-blocked automatically"
     WORKER_SOFT_UNBLOCK = "worker_soft_unblock", "Worker soft block lifted"
+    WORKER_PLATFORM_BLOCK = "worker_platform_block", "Worker blocked on the whole platform"
+    WORKER_PLATFORM_UNBLOCK = "worker_platform_unblock", "Worker platform block lifted"
     APPROVAL_OVERRIDE = "approval_override", "Decision overturned"
     TOKEN_CREATE = "token_create", "API token created"
     TOKEN_REVOKE = "token_revoke", "API token revoked"
@@ -23,7 +25,8 @@ class AuditEvent(models.Model):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    # Whose record it touches: a user (token owner, locked-out account) and/or a worker, a campaign.
+    # Whose record it touches: a user (token owner, locked-out account, the requester whose standing with a
+    # worker changed) and/or a worker, a campaign.
     subject_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

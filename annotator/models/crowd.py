@@ -13,11 +13,12 @@ class Worker(models.Model):
     )
     external_id = models.CharField(max_length=64, null=True, blank=True, unique=True)  # MTurk WorkerId
     pseudonym = models.CharField(max_length=32, unique=True)  # stable, shown in exports instead of ids
-    # Trust, kept up to date by the quality-control services.
+    # The platform-wide gold tally, kept up to date by gold scoring; staff only (the admin). Requesters see
+    # and decide on their own record of the worker, WorkerStanding.
     gold_correct = models.PositiveIntegerField(default=0)
     gold_total = models.PositiveIntegerField(default=0)
-    blocked = models.BooleanField(default=False)  # by a requester: no new HITs
-    soft_blocked = models.BooleanField(default=False)  # automatically, under the trust thresholds
+    # A platform block, by staff only: no new HITs on any campaign. A requester's block is WorkerStanding.
+    blocked = models.BooleanField(default=False)
     blocked_reason = models.CharField(max_length=500, blank=True)
     auto_accept_next = models.BooleanField(default=False)  # hand the next HIT on submit
     created_at = models.DateTimeField(auto_now_add=True)
@@ -32,10 +33,6 @@ class Worker(models.Model):
 
     def __str__(self):
         return self.pseudonym
-
-    @property
-    def can_take_work(self) -> bool:
-        return not (self.blocked or self.soft_blocked)
 
 
 class QualificationAttempt(models.Model):

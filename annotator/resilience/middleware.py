@@ -13,46 +13,23 @@ view (a session saved in SessionMiddleware while PostgreSQL is away), and Django
 import logging
 import sys
 
-from django.conf import settings
 from django.core.handlers.exception import response_for_exception
 from django.db import connections
-from django.http import HttpResponse, JsonResponse
-from django.template.loader import render_to_string
+from django.http import HttpResponse
 from django.views.defaults import server_error as django_server_error
 
-from annotator.resilience.errors import is_outage
+from annotator.errors import error_answer, is_outage
+from annotator.middleware import error_response
 
 logger = logging.getLogger(__name__)
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-OUTAGE_MESSAGE = "Vericap is briefly unavailable. Nothing you saved is lost; try again in a few seconds."
 
 
-def retry_after_seconds() -> int:
-    return int(getattr(settings, "OUTAGE_RETRY_AFTER_SECONDS", 5))
-
-
-def _wants_json(request) -> bool:
-    return (
-        request.path.startswith("/api/")
-        or "application/json" in request.headers.get("Accept", "")
-        or request.content_type == "application/json"
-    )
-
-
-def outage_response(request, error: BaseException | None = None) -> HttpResponse:
-    """503 with Retry-After; JSON for API and script callers, a page that needs no database otherwise."""
-    seconds = retry_after_seconds()
-    if _wants_json(request):
-        response = JsonResponse({"error": OUTAGE_MESSAGE, "retry_after": seconds}, status=503)
-    else:
-        # No request context: the usual context processors would read the session and the user again.
-        context = {"message": OUTAGE_MESSAGE, "retry_after": seconds, "reload": request.method in SAFE_METHODS}
-        body = render_to_string("503.html", context)
-        response = HttpResponse(body, status=503)
-    response["Retry-After"] = str(seconds)
-    response["Cache-Control"] = "no-store"
-    return response
+def outage_response(request, error: BaseException) -> HttpResponse:
+    """503 with Retry-After (annotator.errors.error_answer); JSON for API and script callers, a page that
+    needs no database otherwise, which reloads itself after a read."""
+    return error_response(request, error_answer(error), reload=request.method in SAFE_METHODS)
 
 
 def reset_broken_connections() -> None:
@@ -88,7 +65,8 @@ class OutageMiddleware:
             except Exception as again:
                 if not is_outage(again):
                     # A 404, a 403, a person's mistake: the usual answer for it, as if nothing had failed.
-                    return response_for_exception(request, again)
+                    answer = error_answer(again)
+                    return error_response(request, answer) if answer else response_for_exception(request, again)
                 reset_broken_connections()
                 exception = again
         logger.warning("%s %s answered 503: %s: %s", request.method, request.path, type(exception).__name__, exception)

@@ -48,6 +48,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from annotator.errors import ApplicationError
@@ -72,7 +73,9 @@ from annotator.models import (
     RankingRun,
     Role,
     RunStatus,
+    WorkerStanding,
 )
+from annotator.selectors.work import worker_may_take_work
 
 CAREFUL, RANDOM, ALWAYS_YES = "careful", "random", "always_yes"
 ADVERSARIAL, COLLUDER, GOLD_LEARNER = "adversarial", "colluder", "gold_learner"
@@ -504,7 +507,7 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
         rng.shuffle(crowd)
         for sim in crowd:
             sim.worker.refresh_from_db()
-            if not sim.worker.can_take_work:
+            if not worker_may_take_work(worker=sim.worker, campaign=campaign):
                 continue
             if not _qualify(sim, campaign=campaign, truth_of=truth_of, now=now):
                 continue
@@ -525,7 +528,9 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
         )
         if not open_hits:
             break
-        if not any(sim.worker.can_take_work and sim.qualification_tries < 3 for sim in crowd):
+        if not any(
+            worker_may_take_work(worker=sim.worker, campaign=campaign) and sim.qualification_tries < 3 for sim in crowd
+        ):
             break
         state = (
             Hit.objects.filter(campaign=campaign).count(),
@@ -559,7 +564,7 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
 
 def _stuck(sim: SimWorker, campaign: Campaign) -> bool:
     """No open HIT is left that this worker could still take."""
-    if not sim.worker.can_take_work:
+    if not worker_may_take_work(worker=sim.worker, campaign=campaign):
         return True
     if campaign.max_hits_per_worker is not None and sim.done >= campaign.max_hits_per_worker:
         return True
@@ -696,7 +701,12 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
         "true_positive_pairs": sum(truth.values()),
         "approved_assignments": approved,
     }
-    blocked = sum(1 for sim in crowd if sim.worker.soft_blocked or sim.worker.blocked)
+    paused = set(
+        WorkerStanding.objects.filter(requester_id=campaign.owner_id)
+        .filter(Q(blocked=True) | Q(soft_blocked=True))
+        .values_list("worker_id", flat=True)
+    )
+    blocked = sum(1 for sim in crowd if sim.worker.pk in paused or sim.worker.blocked)
     n_bad = sum(1 for sim in crowd if sim.kind in BAD_KINDS)
     kept_out = sum(1 for sim in crowd if sim.kind in BAD_KINDS and sim.done == 0)
     hits_done = [sim.done for sim in crowd if sim.kind == CAREFUL and sim.done]

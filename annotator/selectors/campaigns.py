@@ -5,7 +5,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 
+from annotator.access import campaigns_managed_by
 from annotator.analysis.pooling import overlap_matrix
+from annotator.errors import ApplicationError
 from annotator.models import (
     Assignment,
     AssignmentStatus,
@@ -22,20 +24,22 @@ from annotator.models import (
 )
 
 
-def campaign_list_for_owner(*, owner) -> QuerySet[Campaign]:
-    """The requester's own campaigns, newest first, with HIT counts. (Sharing gives researchers read access
-    through the API; it does not let another requester build or launch a campaign.)"""
+def campaign_list_managed(*, user) -> QuerySet[Campaign]:
+    """The campaigns `user` manages (annotator.access.campaigns_managed_by), newest first, with HIT counts."""
     return (
-        Campaign.objects.filter(owner=owner)
+        campaigns_managed_by(user)
         .select_related("dataset")
         .annotate(hit_count=Count("hits", distinct=True))
         .order_by("-created_at", "-id")
     )
 
 
-def campaign_get_for_owner(*, owner, campaign_id: int) -> Campaign | None:
-    """The campaign if `owner` owns it, else None (callers answer 404)."""
-    return campaign_list_for_owner(owner=owner).filter(pk=campaign_id).first()
+def campaign_get_managed(*, user, campaign_id: int) -> Campaign:
+    """The campaign if `user` manages it; a 404 ApplicationError otherwise."""
+    campaign = campaign_list_managed(user=user).filter(pk=campaign_id).first()
+    if campaign is None:
+        raise ApplicationError("No such campaign.", status=404)
+    return campaign
 
 
 def runs_available(*, dataset=None) -> QuerySet[RankingRun]:

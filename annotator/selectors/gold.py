@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.db.models import Exists, OuterRef, Q
 
 from annotator.analysis.gold import gold_choice_right, gold_score_right
-from annotator.models import FLAG_LOW_TRUST, FLAG_SAME_ANSWER, FLAG_TOO_FAST, Answer, ItemRole, Scale
+from annotator.models import FLAG_LOW_TRUST, FLAG_SAME_ANSWER, FLAG_TOO_FAST, Answer, ItemRole, Scale, WorkerStanding
 
 GOLD_ROLES = (ItemRole.GOLD_POSITIVE, ItemRole.GOLD_NEGATIVE)
 
@@ -21,20 +22,22 @@ def gold_answer_right(*, role: str, answer: Answer | None, campaign) -> bool:
 
 def gold_pairs_disputed(*, campaign, pair_ids=None, exclude_assignment_id=None) -> dict[int, tuple[int, int]]:
     """Gold pairs the crowd contradicts: at least QUALITY_GOLD_DISPUTE_MIN_ANSWERS scored answers (not from
-    blocked or soft-blocked workers, nor careless work; rejected work counts, as it may have been rejected
-    for this very item), of which
-    at least QUALITY_GOLD_DISPUTE_SHARE are "wrong". Such a gold item is more likely wrong than the
-    workers (a random "negative" that truly matches, an original caption that does not describe its
-    image): it stops counting in scoring and is listed on the quality page. Returns pair -> (wrong, n).
-    A read; no locks."""
+    workers blocked on the platform or blocked or soft-blocked by the campaign's owner, nor careless work;
+    rejected work counts, as it may have been rejected for this very item), of which at least
+    QUALITY_GOLD_DISPUTE_SHARE are "wrong". Such a gold item is more likely wrong than the workers (a random
+    "negative" that truly matches, an original caption that does not describe its image): it stops counting
+    in scoring and is listed on the quality page. Returns pair -> (wrong, n). A read; no locks."""
     min_answers = getattr(settings, "QUALITY_GOLD_DISPUTE_MIN_ANSWERS", 5)
     share = getattr(settings, "QUALITY_GOLD_DISPUTE_SHARE", 0.5)
+    paused_by_owner = WorkerStanding.objects.filter(
+        worker=OuterRef("assignment__worker"), requester_id=campaign.owner_id
+    ).filter(Q(blocked=True) | Q(soft_blocked=True))
     answers = (
         Answer.objects.filter(
             item__hit__campaign=campaign, item__role__in=GOLD_ROLES, assignment__scored_at__isnull=False
         )
         .exclude(assignment__worker__blocked=True)
-        .exclude(assignment__worker__soft_blocked=True)
+        .exclude(Exists(paused_by_owner))
         .select_related("item", "assignment")
     )
     if pair_ids is not None:

@@ -6,28 +6,12 @@ import re
 
 from django.db.models import Q, QuerySet
 
+from annotator.access import campaigns_visible_to, datasets_visible_to, is_researcher, label_sets_visible_to
 from annotator.analysis.labelsets import DIRECTIONS, SetView, positives_map
-from annotator.auth import user_role
 from annotator.errors import ApplicationError
-from annotator.models import Caption, Dataset, Image, LabelSet, LabelSetPair, LabelSetQuery, Role
-from annotator.selectors.research import campaign_list_readable
+from annotator.models import Caption, Dataset, Image, LabelSet, LabelSetPair, LabelSetQuery
 
-READER_ROLES = (Role.REQUESTER, Role.RESEARCHER)
 _NAME_AT_VERSION = re.compile(r"^(?P<name>.+?)@(?P<version>\d+)$")
-
-
-def labelset_list_readable(*, user) -> QuerySet[LabelSet]:
-    """Sets `user` may read: public ones, their own, those of campaigns they may read, those on datasets
-    they own; everything for superusers; nothing for workers and anonymous users."""
-    role = user_role(user)
-    if role not in READER_ROLES:
-        return LabelSet.objects.none()
-    sets = LabelSet.objects.select_related("dataset", "created_by", "campaign")
-    if user.is_superuser:
-        return sets
-    return sets.filter(
-        Q(public=True) | Q(created_by=user) | Q(campaign__in=campaign_list_readable(user=user)) | Q(dataset__owner=user)
-    ).distinct()
 
 
 def labelset_get_readable(*, user, label_set_id) -> LabelSet:
@@ -36,7 +20,7 @@ def labelset_get_readable(*, user, label_set_id) -> LabelSet:
         label_set_id = int(label_set_id)
     except (TypeError, ValueError):
         raise ApplicationError("A label set id is a whole number.") from None
-    label_set = labelset_list_readable(user=user).filter(pk=label_set_id).first()
+    label_set = label_sets_visible_to(user).filter(pk=label_set_id).first()
     if label_set is None:
         raise ApplicationError(f"No label set {label_set_id} is visible to you.", status=404)
     return label_set
@@ -71,15 +55,11 @@ def labelset_find(
 def labelset_datasets_usable(*, user) -> QuerySet[Dataset]:
     """Datasets `user` may put a label set on: a requester's visible datasets; for a researcher the
     datasets of the campaigns and label sets they may read."""
-    from annotator.selectors.datasets import dataset_list_visible
-
-    role = user_role(user)
-    if role == Role.REQUESTER:
-        return dataset_list_visible(user=user)
-    if role != Role.RESEARCHER:
-        return Dataset.objects.none()
+    if not is_researcher(user):
+        return datasets_visible_to(user)
     return Dataset.objects.filter(
-        Q(campaigns__in=campaign_list_readable(user=user)) | Q(label_sets__in=labelset_list_readable(user=user))
+        Q(campaigns__in=campaigns_visible_to(user).values("pk"))
+        | Q(label_sets__in=label_sets_visible_to(user).values("pk"))
     ).distinct()
 
 

@@ -13,24 +13,15 @@ from collections import defaultdict
 
 from django.db.models import Q
 
+from annotator.access import evaluations_visible_to
 from annotator.analysis.leaderboard import board, chart, stability
 from annotator.analysis.scorecard import DIRECTIONS, METRIC_TITLES, METRICS
 from annotator.errors import ApplicationError
 from annotator.models import Campaign, Evaluation, EvaluationStatus, ExportVariant, LabelSet
-from annotator.selectors.labelsets import labelset_list_readable
-from annotator.selectors.research import campaign_list_readable
-
-
-def evaluation_list_visible(*, user):
-    """Evaluations against labels `user` may read: a readable campaign's, or a readable label set's."""
-    return Evaluation.objects.filter(
-        Q(campaign__in=campaign_list_readable(user=user).values("pk"))
-        | Q(label_set__in=labelset_list_readable(user=user).values("pk"))
-    ).select_related("campaign", "label_set")
 
 
 def _finished(*, user):
-    return evaluation_list_visible(user=user).filter(status=EvaluationStatus.SUCCEEDED)
+    return evaluations_visible_to(user).filter(status=EvaluationStatus.SUCCEEDED)
 
 
 def target_label(evaluation: Evaluation) -> str:

@@ -20,7 +20,7 @@ from annotator.models import (
     ItemRole,
     PairSource,
     Shortcoming,
-    Worker,
+    WorkerStanding,
     WrongAspect,
 )
 from annotator.selectors.gold import gold_pairs_disputed
@@ -36,13 +36,6 @@ HIT_BUCKETS = [
     ("more than 25", 26, None),
 ]
 CHOICE_ORDER = ["yes", "partially_yes", "mostly_no", "no"]
-
-
-def campaigns_for_requester(*, user) -> QuerySet:
-    """Campaigns the user may review: their own and those shared with them (staff: all)."""
-    if user.is_staff or user.is_superuser:
-        return Campaign.objects.all()
-    return Campaign.objects.filter(Q(owner=user) | Q(shared_with=user)).distinct()
 
 
 def review_queue(*, campaign: Campaign) -> QuerySet:
@@ -168,7 +161,7 @@ def campaign_quality(*, campaign: Campaign) -> dict:
     """The campaign quality page: approval overall and per worker, Table B.1 buckets, B.2 and B.3."""
     done = Assignment.objects.filter(hit__campaign=campaign, status__in=DONE_STATUSES)
     per_worker = list(
-        done.values("worker_id", "worker__pseudonym", "worker__blocked", "worker__soft_blocked")
+        done.values("worker_id", "worker__pseudonym", "worker__blocked")
         .annotate(
             submitted=Count("pk"),
             approved=Count("pk", filter=Q(status=AssignmentStatus.APPROVED)),
@@ -177,14 +170,22 @@ def campaign_quality(*, campaign: Campaign) -> dict:
         )
         .order_by("-submitted", "worker__pseudonym")
     )
-    gold = {
-        w.pk: (w.gold_correct, w.gold_total)
-        for w in Worker.objects.filter(pk__in=[row["worker_id"] for row in per_worker])
+    # The owner's own record of each worker: their block, soft block and the gold earned on their campaigns.
+    standings = {
+        standing.worker_id: standing
+        for standing in WorkerStanding.objects.filter(
+            requester_id=campaign.owner_id, worker_id__in=[row["worker_id"] for row in per_worker]
+        )
     }
     for row in per_worker:
+        standing = standings.get(row["worker_id"])
+        row["platform_blocked"] = row.pop("worker__blocked")
+        row["blocked"] = bool(standing and standing.blocked)
+        row["soft_blocked"] = bool(standing and standing.soft_blocked)
+        row["blocked_reason"] = standing.blocked_reason if standing else ""
         decided = row["approved"] + row["rejected"]
         row["approval_rate"] = row["approved"] / decided if decided else None
-        correct, total = gold.get(row["worker_id"], (0, 0))
+        correct, total = (standing.gold_correct, standing.gold_total) if standing else (0, 0)
         row["gold"] = f"{correct}/{total}"
         row["gold_accuracy"] = correct / total if total else None
         row["gold_interval"] = wilson_interval(correct, total) if total else None

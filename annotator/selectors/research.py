@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
-from annotator.auth import user_role
+from annotator.access import campaigns_visible_to
 from annotator.errors import ApplicationError
 from annotator.models import (
     AggregationMethod,
     Campaign,
     CleanupProposal,
     CleanupStatus,
-    Evaluation,
-    ExportJob,
     Label,
-    Role,
 )
 
 # The method exported when none is asked for: the first one a campaign has labels for.
@@ -26,23 +23,13 @@ METHOD_PREFERENCE = (
 )
 
 
-def campaign_list_readable(*, user) -> QuerySet[Campaign]:
-    """Campaigns whose labels `user` may read: their own (requesters, staff) and those shared with them."""
-    role = user_role(user)
-    if role is None or role == Role.WORKER:
-        return Campaign.objects.none()
-    if user.is_superuser:
-        return Campaign.objects.all()
-    return Campaign.objects.filter(Q(owner=user) | Q(shared_with=user)).distinct()
-
-
 def campaign_get_readable(*, user, campaign_id) -> Campaign:
     """The campaign if `user` may read its labels; 404 (as an ApplicationError) otherwise."""
     try:
         campaign_id = int(campaign_id)
     except (TypeError, ValueError):
         raise ApplicationError("A campaign id is a whole number.") from None
-    campaign = campaign_list_readable(user=user).filter(pk=campaign_id).first()
+    campaign = campaigns_visible_to(user).filter(pk=campaign_id).first()
     if campaign is None:
         raise ApplicationError(f"No campaign {campaign_id} is shared with you.", status=404)
     return campaign
@@ -113,12 +100,3 @@ def label_method_resolve(*, campaign: Campaign, method: str | None) -> str:
     if default is None:
         raise ApplicationError(f"Campaign {campaign.pk} has no labels yet; aggregate its answers first.", status=409)
     return default
-
-
-def export_list_readable(*, user) -> QuerySet[ExportJob]:
-    """Exports of the campaigns `user` may read (a researcher sees the owner's exports too: same labels)."""
-    return ExportJob.objects.filter(campaign__in=campaign_list_readable(user=user)).select_related("campaign")
-
-
-def evaluation_list_readable(*, user) -> QuerySet[Evaluation]:
-    return Evaluation.objects.filter(campaign__in=campaign_list_readable(user=user)).select_related("campaign")

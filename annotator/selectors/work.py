@@ -21,6 +21,7 @@ from annotator.models import (
     QualificationAttempt,
     QualificationItem,
     Worker,
+    WorkerStanding,
 )
 from annotator.selectors.hits import hit_item_token, hit_worker_items
 
@@ -104,9 +105,29 @@ def assignment_for_worker(*, worker: Worker, assignment_id: int) -> Assignment |
     return Assignment.objects.select_related("hit__campaign", "worker").filter(pk=assignment_id, worker=worker).first()
 
 
+def worker_paused_by(*, worker: Worker) -> set[int]:
+    """Ids of the requesters whose campaigns this worker may not take work on now (their block or soft
+    block). The worker learns only that; never who decided it or why."""
+    return set(
+        WorkerStanding.objects.filter(worker=worker)
+        .filter(Q(blocked=True) | Q(soft_blocked=True))
+        .values_list("requester_id", flat=True)
+    )
+
+
+def worker_may_take_work(*, worker: Worker, campaign: Campaign) -> bool:
+    """Neither blocked on the platform nor blocked or soft-blocked by the campaign's owner."""
+    return not worker.blocked and campaign.owner_id not in worker_paused_by(worker=worker)
+
+
 def campaigns_open_for_worker(*, worker: Worker) -> list[dict]:
-    """Live campaigns with work left for this worker, with their qualification state and the worker's lease."""
-    campaigns = Campaign.objects.filter(status=CampaignStatus.LIVE).order_by("-launched_at", "-id")
+    """Live campaigns with work left for this worker, with their qualification state and the worker's lease.
+    Campaigns of a requester who blocked the worker are left out."""
+    campaigns = (
+        Campaign.objects.filter(status=CampaignStatus.LIVE)
+        .exclude(owner_id__in=worker_paused_by(worker=worker))
+        .order_by("-launched_at", "-id")
+    )
     rows = []
     now = timezone.now()
     for campaign in campaigns:

@@ -13,9 +13,8 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.debug import sensitive_post_parameters
 
-from annotator.auth import user_role
+from annotator.access import is_worker
 from annotator.errors import ApplicationError
-from annotator.models import Role
 from annotator.services.accounts.workers import worker_signup
 
 
@@ -30,7 +29,7 @@ class SignupForm(forms.Form):
         label="Password",
         strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
-        help_text="At least 8 characters, not a common password.",
+        help_text="At least 8 characters, not only digits, not a common password, not like your user name or email.",
     )
     password_again = forms.CharField(
         label="Password again", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"})
@@ -110,7 +109,7 @@ class LoginView(auth_views.LoginView):
         target = self.get_redirect_url()
         if target:
             return target
-        if user_role(self.request.user) == Role.WORKER:
+        if is_worker(self.request.user):
             return reverse("work_home")
         return super().get_success_url()
 

@@ -6,14 +6,14 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET
 
+from annotator.access import campaigns_managed_by
 from annotator.models import Role
 from annotator.selectors.agreement import campaign_agreement, campaign_worker_statistics, worker_statistics_csv
-from annotator.selectors.quality import campaigns_for_requester
 from annotator.views.access import role_required
 
 
 def _campaign(request, campaign_id: int):
-    campaign = campaigns_for_requester(user=request.user).filter(pk=campaign_id).first()
+    campaign = campaigns_managed_by(request.user).filter(pk=campaign_id).first()
     if campaign is None:
         raise Http404("No such campaign.")
     return campaign

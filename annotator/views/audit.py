@@ -1,6 +1,8 @@
 """The audit log (/account/audit/): blocks, unblocks, decision overrides, tokens, lock-outs, retired gold.
 
-Requesters (and staff) see every event; anyone else sees only the events about their own account.
+Staff see every event; a requester sees their own actions, what touches their own record and what happened
+on the campaigns they may review; anyone else sees only the events about their own account
+(annotator.selectors.audit).
 """
 
 from django.contrib.auth.decorators import login_required
@@ -8,8 +10,9 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET
 
-from annotator.auth import user_role
-from annotator.models import AuditEvent, Role
+from annotator.access import is_requester
+from annotator.models import AuditEvent
+from annotator.selectors.audit import audit_events_visible
 
 PAGE_SIZE = 200
 
@@ -17,10 +20,8 @@ PAGE_SIZE = 200
 @login_required
 @require_GET
 def audit_page(request):
-    events = AuditEvent.objects.select_related("actor", "subject_user", "worker", "campaign")
-    everything = request.user.is_staff or user_role(request.user) == Role.REQUESTER
-    if not everything:
-        events = events.filter(subject_user=request.user)
+    events = audit_events_visible(user=request.user)
+    everything = is_requester(request.user)
     action = request.GET.get("action", "")
     if action:
         events = events.filter(action=action)

@@ -16,8 +16,8 @@ from annotator.jobs import job_stalled, job_view
 from annotator.models import Campaign, CampaignStatus, Dataset, DatasetStatus, RankingRun, Role
 from annotator.scales import campaign_scale
 from annotator.selectors.campaigns import (
-    campaign_get_for_owner,
-    campaign_list_for_owner,
+    campaign_get_managed,
+    campaign_list_managed,
     campaign_overview,
     runs_available,
 )
@@ -33,7 +33,7 @@ from annotator.services.campaigns.lifecycle import (
 )
 from annotator.services.campaigns.options import OPTION_FIELDS
 from annotator.services.operations.sweep import stale_times
-from annotator.views.access import application_errors_as_400, role_required
+from annotator.views.access import role_required
 
 FIELDSETS = [
     ("What to verify", ["name", "dataset", "runs", "direction", "scale", "rationale_followups"]),
@@ -155,17 +155,10 @@ class CampaignForm(forms.ModelForm):
         return [(title, [self[name] for name in names]) for title, names in FIELDSETS]
 
 
-def _campaign_or_404(request, campaign_id: int) -> Campaign:
-    campaign = campaign_get_for_owner(owner=request.user, campaign_id=campaign_id)
-    if campaign is None:
-        raise Http404("No such campaign.")
-    return campaign
-
-
 @require_GET
 @role_required(Role.REQUESTER)
 def campaign_list(request):
-    return render(request, "campaigns/list.html", {"campaigns": campaign_list_for_owner(owner=request.user)})
+    return render(request, "campaigns/list.html", {"campaigns": campaign_list_managed(user=request.user)})
 
 
 @require_http_methods(["GET", "POST"])
@@ -195,7 +188,7 @@ def campaign_new(request):
 @require_GET
 @role_required(Role.REQUESTER)
 def campaign_detail(request, campaign_id: int):
-    campaign = _campaign_or_404(request, campaign_id)
+    campaign = campaign_get_managed(user=request.user, campaign_id=campaign_id)
     stats = campaign_overview(campaign=campaign)
     runs = list(campaign.runs.select_related("annotator").order_by("pk"))
     addable = runs_available(dataset=campaign.dataset).exclude(pk__in=[r.pk for r in runs])
@@ -250,13 +243,12 @@ ACTIONS = {
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def campaign_action(request, campaign_id: int, action: str):
     if action == "build":
         return _campaign_build(request, campaign_id)
     if action not in ACTIONS:
         raise Http404("No such action.")
-    campaign = _campaign_or_404(request, campaign_id)
+    campaign = campaign_get_managed(user=request.user, campaign_id=campaign_id)
     service, message = ACTIONS[action]
     campaign = service(campaign=campaign)
     messages.success(request, message.format(hits=campaign.hits.count()))
@@ -265,7 +257,7 @@ def campaign_action(request, campaign_id: int, action: str):
 
 def _campaign_build(request, campaign_id: int):
     """Queue the build and go back to the campaign page, which follows it until it is built or failed."""
-    campaign = campaign_build_request(campaign=_campaign_or_404(request, campaign_id))
+    campaign = campaign_build_request(campaign=campaign_get_managed(user=request.user, campaign_id=campaign_id))
     if campaign.status == CampaignStatus.BUILT:  # Celery ran it eagerly, or nothing had changed
         messages.success(request, f"Built: {campaign.hits.count()} HITs are ready. Check the numbers, then launch.")
     elif campaign.status == CampaignStatus.BUILDING:
@@ -275,9 +267,8 @@ def _campaign_build(request, campaign_id: int):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def campaign_run_add(request, campaign_id: int):
-    campaign = _campaign_or_404(request, campaign_id)
+    campaign = campaign_get_managed(user=request.user, campaign_id=campaign_id)
     try:
         run = runs_available(dataset=campaign.dataset).get(pk=int(request.POST.get("run", "")))
     except (ValueError, RankingRun.DoesNotExist):

@@ -4,7 +4,6 @@ thumbnails and captions."""
 from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
@@ -101,10 +100,7 @@ def _import_message(request, dataset) -> None:
 @require_POST
 def dataset_retry(request, dataset_id: int):
     """Queue a failed or stalled import of the stored upload again (dataset_import_retry)."""
-    try:
-        dataset = dataset_get_visible(user=request.user, dataset_id=dataset_id)
-    except ApplicationError:
-        raise Http404("No such dataset.") from None
+    dataset = dataset_get_visible(user=request.user, dataset_id=dataset_id)
     try:
         dataset = dataset_import_retry(dataset=dataset)
     except ApplicationError as error:
@@ -117,10 +113,7 @@ def dataset_retry(request, dataset_id: int):
 @role_required(Role.REQUESTER)
 @require_GET
 def dataset_detail(request, dataset_id: int):
-    try:
-        dataset = dataset_get_visible(user=request.user, dataset_id=dataset_id)
-    except ApplicationError:
-        raise Http404("No such dataset.") from None
+    dataset = dataset_get_visible(user=request.user, dataset_id=dataset_id)
     page = Paginator(dataset_images_with_captions(dataset=dataset), IMAGES_PER_PAGE).get_page(request.GET.get("page"))
     report = dataset.report or {}
     return render(

@@ -2,7 +2,7 @@ from django.shortcuts import render
 from django.urls import path
 from django.views.decorators.http import require_GET
 
-from annotator.auth import user_role
+from annotator.access import user_role
 
 
 @require_GET

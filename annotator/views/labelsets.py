@@ -2,15 +2,14 @@
 (ECCV Caption Tables 2 and 3), the annotator bias of a crowd set, and bring your own ranking."""
 
 from django.contrib import messages
-from django.db.models import Q
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotator.access import campaigns_visible_to, is_requester, label_sets_visible_to, runs_visible_to
 from annotator.analysis.labelsets import multiplicity
 from annotator.analysis.metrics import METRIC_NAMES
-from annotator.auth import user_role
 from annotator.errors import ApplicationError
 from annotator.models import (
     AggregationMethod,
@@ -27,12 +26,11 @@ from annotator.selectors.labelsets import (
     labelset_dataset_usable,
     labelset_datasets_usable,
     labelset_get_readable,
-    labelset_list_readable,
     labelset_operands,
     labelset_view,
     ranking_run_rankings,
 )
-from annotator.selectors.research import campaign_get_readable, campaign_list_readable
+from annotator.selectors.research import campaign_get_readable
 from annotator.services.labelsets.builds import labelset_derive, labelset_from_campaign, labelset_from_original
 from annotator.services.labelsets.evaluation import labelset_evaluate, rankings_read
 from annotator.services.labelsets.exports import export_file_name, labelset_export_chunks
@@ -42,28 +40,16 @@ from annotator.services.labelsets.rankings import (
     labelset_unjudged_campaign,
     ranking_run_upload,
 )
-from annotator.views.access import application_errors_as_400, role_required
+from annotator.views.access import role_required
 
 READERS = (Role.REQUESTER, Role.RESEARCHER)
 METRIC_TITLES = {"r1": "R@1", "r5": "R@5", "r10": "R@10", "r_precision": "R-Precision", "map_at_r": "mAP@R"}
 HISTOGRAM_CAP = 20  # positives per query shown one by one; more go into one "more" bar
 
 
-def _label_set_or_404(request, label_set_id):
-    try:
-        return labelset_get_readable(user=request.user, label_set_id=label_set_id)
-    except ApplicationError:
-        raise Http404("No such label set is visible to you.") from None
-
-
 def _run_or_404(request, label_set, run_id) -> RankingRun:
-    """A run on the set's dataset that the caller uploaded, or any such run for a requester of the dataset."""
-    runs = RankingRun.objects.filter(dataset_id=label_set.dataset_id).select_related("annotator")
-    if not request.user.is_superuser:
-        mine = Q(created_by=request.user)
-        if user_role(request.user) == Role.REQUESTER:
-            mine |= Q(dataset__owner=request.user) | Q(dataset__owner__isnull=True)
-        runs = runs.filter(mine)
+    """A run on the set's dataset that the caller may see (annotator.access.runs_visible_to)."""
+    runs = runs_visible_to(request.user).filter(dataset_id=label_set.dataset_id).select_related("annotator")
     run = runs.filter(pk=run_id).first()
     if run is None:
         raise Http404("No such ranking run on this set's dataset is yours.")
@@ -89,11 +75,11 @@ def _percent_bars(rows: list[dict], key: str) -> None:
 @role_required(*READERS)
 @require_http_methods(["GET"])
 def labelset_list(request):
-    sets = labelset_list_readable(user=request.user).order_by("dataset__name", "name", "-version")
+    sets = label_sets_visible_to(request.user).order_by("dataset__name", "name", "-version")
     context = {
         "sets": sets,
         "datasets": labelset_datasets_usable(user=request.user).order_by("name"),
-        "campaigns": campaign_list_readable(user=request.user).order_by("-created_at")[:100],
+        "campaigns": campaigns_visible_to(request.user).order_by("-created_at")[:100],
         "formats": LabelSetFormat.choices,
         "operations": LabelSetOperation.choices,
         "query_rules": QueryRule.choices,
@@ -105,7 +91,6 @@ def labelset_list(request):
 
 @role_required(*READERS)
 @require_POST
-@application_errors_as_400
 def labelset_import_view(request):
     dataset = labelset_dataset_usable(user=request.user, dataset_id=request.POST.get("dataset"))
     uploads = request.FILES.getlist("files")
@@ -131,7 +116,6 @@ def labelset_import_view(request):
 
 @role_required(*READERS)
 @require_POST
-@application_errors_as_400
 def labelset_from_campaign_view(request):
     campaign = campaign_get_readable(user=request.user, campaign_id=request.POST.get("campaign"))
     label_set = labelset_from_campaign(
@@ -148,7 +132,6 @@ def labelset_from_campaign_view(request):
 
 @role_required(*READERS)
 @require_POST
-@application_errors_as_400
 def labelset_from_original_view(request):
     dataset = labelset_dataset_usable(user=request.user, dataset_id=request.POST.get("dataset"))
     label_set = labelset_from_original(
@@ -163,7 +146,6 @@ def labelset_from_original_view(request):
 
 @role_required(*READERS)
 @require_POST
-@application_errors_as_400
 def labelset_derive_view(request):
     operands = [labelset_get_readable(user=request.user, label_set_id=pk) for pk in request.POST.getlist("operands")]
     label_set = labelset_derive(
@@ -182,7 +164,7 @@ def labelset_derive_view(request):
 @role_required(*READERS)
 @require_http_methods(["GET"])
 def labelset_detail(request, label_set_id: int):
-    label_set = _label_set_or_404(request, label_set_id)
+    label_set = labelset_get_readable(user=request.user, label_set_id=label_set_id)
     view = labelset_view(label_set=label_set)
     directions = []
     for direction in view.directions():
@@ -196,18 +178,16 @@ def labelset_detail(request, label_set_id: int):
                 "histogram": _histogram(counts["histogram"]),
             }
         )
-    versions = labelset_list_readable(user=request.user).filter(dataset=label_set.dataset, name=label_set.name)
+    versions = label_sets_visible_to(request.user).filter(dataset=label_set.dataset, name=label_set.name)
     runs = RankingRun.objects.filter(dataset_id=label_set.dataset_id, stage="uploaded", created_by=request.user)
     context = {
         "label_set": label_set,
         "directions": directions,
         "operands": labelset_operands(label_set=label_set) if label_set.kind == LabelSetKind.DERIVED else [],
         "versions": versions.order_by("-version"),
-        "others": labelset_list_readable(user=request.user).filter(dataset=label_set.dataset).exclude(pk=label_set.pk),
+        "others": label_sets_visible_to(request.user).filter(dataset=label_set.dataset).exclude(pk=label_set.pk),
         "runs": runs.select_related("annotator").order_by("-created_at")[:20],
-        "campaigns": campaign_list_readable(user=request.user)
-        .filter(dataset=label_set.dataset)
-        .order_by("-created_at"),
+        "campaigns": campaigns_visible_to(request.user).filter(dataset=label_set.dataset).order_by("-created_at"),
         "variants": ExportVariant.choices,
         "methods": AggregationMethod.choices,
         "is_crowd": label_set.kind == LabelSetKind.CROWD,
@@ -217,9 +197,8 @@ def labelset_detail(request, label_set_id: int):
 
 @role_required(*READERS)
 @require_http_methods(["GET"])
-@application_errors_as_400
 def labelset_export_view(request, label_set_id: int):
-    label_set = _label_set_or_404(request, label_set_id)
+    label_set = labelset_get_readable(user=request.user, label_set_id=label_set_id)
     fmt = request.GET.get("format", "eccv_json")
     direction = request.GET.get("direction") or None
     chunks = labelset_export_chunks(label_set=label_set, fmt=fmt, direction=direction)
@@ -232,9 +211,8 @@ def labelset_export_view(request, label_set_id: int):
 
 @role_required(*READERS)
 @require_POST
-@application_errors_as_400
 def labelset_rankings_view(request, label_set_id: int):
-    label_set = _label_set_or_404(request, label_set_id)
+    label_set = labelset_get_readable(user=request.user, label_set_id=label_set_id)
     upload = request.FILES.get("rankings")
     if upload is None:
         raise ApplicationError("Choose a rankings JSON file to upload.")
@@ -255,9 +233,8 @@ def labelset_rankings_view(request, label_set_id: int):
 
 @role_required(*READERS)
 @require_http_methods(["GET"])
-@application_errors_as_400
 def labelset_run(request, label_set_id: int, run_id: int):
-    label_set = _label_set_or_404(request, label_set_id)
+    label_set = labelset_get_readable(user=request.user, label_set_id=label_set_id)
     run = _run_or_404(request, label_set, run_id)
     try:
         k = int(request.GET.get("k") or 10)
@@ -283,18 +260,17 @@ def labelset_run(request, label_set_id: int, run_id: int):
         "metric_titles": [METRIC_TITLES[name] for name in METRIC_NAMES],
         "warnings": outcome["warnings"],
         "unjudged_total": sum(len(j.get("unjudged", [])) for j in judged.values()),
-        "can_launch": user_role(request.user) == Role.REQUESTER,
+        "can_launch": is_requester(request.user),
     }
     return render(request, "research/labelsets/run.html", context)
 
 
 @role_required(Role.REQUESTER)
 @require_POST
-@application_errors_as_400
 def labelset_unjudged_view(request, label_set_id: int, run_id: int):
     from annotator.selectors.datasets import dataset_get_visible
 
-    label_set = _label_set_or_404(request, label_set_id)
+    label_set = labelset_get_readable(user=request.user, label_set_id=label_set_id)
     run = _run_or_404(request, label_set, run_id)
     dataset_get_visible(user=request.user, dataset_id=label_set.dataset_id)
     try:
@@ -310,9 +286,8 @@ def labelset_unjudged_view(request, label_set_id: int, run_id: int):
 
 @role_required(*READERS)
 @require_POST
-@application_errors_as_400
 def labelset_merge_view(request, label_set_id: int):
-    label_set = _label_set_or_404(request, label_set_id)
+    label_set = labelset_get_readable(user=request.user, label_set_id=label_set_id)
     campaign = campaign_get_readable(user=request.user, campaign_id=request.POST.get("campaign"))
     merged = labelset_merge_campaign(
         label_set=label_set,
@@ -327,7 +302,6 @@ def labelset_merge_view(request, label_set_id: int):
 
 @role_required(*READERS)
 @require_http_methods(["GET"])
-@application_errors_as_400
 def labelset_compare_view(request):
     ids = request.GET.getlist("sets")
     if not ids:
@@ -345,9 +319,8 @@ def labelset_compare_view(request):
 
 @role_required(*READERS)
 @require_http_methods(["GET"])
-@application_errors_as_400
 def labelset_bias_view(request, label_set_id: int):
-    label_set = _label_set_or_404(request, label_set_id)
+    label_set = labelset_get_readable(user=request.user, label_set_id=label_set_id)
     try:
         k = int(request.GET.get("k") or 5)
     except ValueError:

@@ -14,11 +14,11 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotator.access import evaluations_visible_to
 from annotator.errors import ApplicationError
 from annotator.models import AggregationMethod, ExportVariant, RankingRun, Role, RunStatus
 from annotator.selectors.labelsets import labelset_get_readable
 from annotator.selectors.leaderboard import (
-    evaluation_list_visible,
     evaluations_csv,
     leaderboard,
     leaderboard_evaluations,
@@ -28,7 +28,7 @@ from annotator.selectors.leaderboard import (
 from annotator.selectors.research import campaign_get_readable, label_method_resolve
 from annotator.services.research.evaluation import rankings_parse
 from annotator.services.research.scorecards import evaluation_request
-from annotator.views.access import application_errors_as_400, role_required
+from annotator.views.access import role_required
 
 READERS = (Role.REQUESTER, Role.RESEARCHER)
 FORMATS = ("csv", "json")
@@ -41,25 +41,11 @@ def _tau_class(value) -> str:
     return "tau-high" if value >= 0.8 else "tau-mid" if value >= 0.5 else "tau-low"
 
 
-def _campaign_or_404(request, campaign_id):
-    try:
-        return campaign_get_readable(user=request.user, campaign_id=campaign_id)
-    except ApplicationError:
-        raise Http404("No such campaign is shared with you.") from None
-
-
-def _label_set_or_404(request, label_set_id):
-    try:
-        return labelset_get_readable(user=request.user, label_set_id=label_set_id)
-    except ApplicationError:
-        raise Http404("No such label set is visible to you.") from None
-
-
 def _target(request, campaign_id: int | None, label_set_id: int | None) -> dict:
     """The labels a board is of, from the URL: {"campaign", "method", "variant"} or {"label_set"}."""
     if label_set_id is not None:
-        return {"label_set": _label_set_or_404(request, label_set_id)}
-    campaign = _campaign_or_404(request, campaign_id)
+        return {"label_set": labelset_get_readable(user=request.user, label_set_id=label_set_id)}
+    campaign = campaign_get_readable(user=request.user, campaign_id=campaign_id)
     method = request.GET.get("method") or label_method_resolve(campaign=campaign, method=None)
     if method not in AggregationMethod.values:
         raise ApplicationError(f"Unknown aggregation method {method!r}.")
@@ -127,14 +113,12 @@ def _render_board(request, result: dict):
 
 @role_required(*READERS)
 @require_http_methods(["GET"])
-@application_errors_as_400
 def research_leaderboard(request, campaign_id: int):
     return _render_board(request, _board(request, campaign_id=campaign_id))
 
 
 @role_required(*READERS)
 @require_http_methods(["GET"])
-@application_errors_as_400
 def research_leaderboard_labelset(request, label_set_id: int):
     return _render_board(request, _board(request, label_set_id=label_set_id))
 
@@ -165,14 +149,12 @@ def _download(request, fmt: str, campaign_id: int | None = None, label_set_id: i
 
 @role_required(*READERS)
 @require_http_methods(["GET"])
-@application_errors_as_400
 def research_leaderboard_download(request, campaign_id: int, fmt: str):
     return _download(request, fmt, campaign_id=campaign_id)
 
 
 @role_required(*READERS)
 @require_http_methods(["GET"])
-@application_errors_as_400
 def research_leaderboard_labelset_download(request, label_set_id: int, fmt: str):
     return _download(request, fmt, label_set_id=label_set_id)
 
@@ -182,7 +164,7 @@ def research_leaderboard_labelset_download(request, label_set_id: int, fmt: str)
 def research_evaluation_download(request, evaluation_id: int, fmt: str):
     if fmt not in FORMATS:
         raise Http404("Downloads are .csv or .json.")
-    evaluation = evaluation_list_visible(user=request.user).filter(pk=evaluation_id).first()
+    evaluation = evaluations_visible_to(request.user).filter(pk=evaluation_id).first()
     if evaluation is None:
         raise Http404("No evaluation with this number is shared with you.")
     stem = f"evaluation-{evaluation.pk}"
@@ -227,10 +209,9 @@ def _announce(request, evaluation, created: bool) -> None:
 
 @role_required(*READERS)
 @require_POST
-@application_errors_as_400
 def research_evaluate_run(request, campaign_id: int):
     """Evaluate one of the dataset's finished ranking runs (a machine annotator) against a campaign's labels."""
-    campaign = _campaign_or_404(request, campaign_id)
+    campaign = campaign_get_readable(user=request.user, campaign_id=campaign_id)
     run = _finished_run(request, campaign.dataset_id)
     evaluation, created = evaluation_request(
         campaign=campaign,
@@ -246,10 +227,9 @@ def research_evaluate_run(request, campaign_id: int):
 
 @role_required(*READERS)
 @require_POST
-@application_errors_as_400
 def research_evaluate_labelset(request, label_set_id: int):
     """Evaluate uploaded rankings, or a finished ranking run, against a label set; back to its board."""
-    label_set = _label_set_or_404(request, label_set_id)
+    label_set = labelset_get_readable(user=request.user, label_set_id=label_set_id)
     upload = request.FILES.get("rankings")
     if upload is not None:
         rankings = rankings_parse(raw=upload.read(), directions=ALL_DIRECTIONS)

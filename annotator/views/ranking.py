@@ -1,21 +1,20 @@
 """Machine annotators on the web: start, watch, cancel and retry ranking runs; annotator diversity.
 
-Reading (run pages, progress) is for requesters and researchers; starting, cancelling and registering are
-for requesters, on datasets they own (or unowned ones; staff act on any).
+Reading (run pages, progress) is for whoever may see the dataset (annotator.access: a requester's own
+datasets, a researcher's shared ones); starting, cancelling and retrying are for the dataset's requester.
 """
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from annotator.auth import user_role
+from annotator.access import can_manage_dataset, datasets_visible_to, runs_visible_to
 from annotator.errors import ApplicationError
 from annotator.jobs import job_view
-from annotator.models import AnnotatorKind, Dataset, Direction, MachineAnnotator, RankingRun, Role
+from annotator.models import AnnotatorKind, Dataset, Direction, MachineAnnotator, Role
 from annotator.selectors.ranking import (
     annotator_diversity,
     annotator_list,
@@ -25,30 +24,14 @@ from annotator.selectors.ranking import (
 )
 from annotator.services.ranking.annotators import RANKABLE_KINDS, annotator_register
 from annotator.services.ranking.runs import ranking_run_cancel, ranking_run_start
-from annotator.views.access import application_errors_as_400, role_required
+from annotator.views.access import role_required
 
 READERS = (Role.REQUESTER, Role.RESEARCHER)
 BUILT_IN = (AnnotatorKind.MINILM_PIVOT, AnnotatorKind.TFIDF_PIVOT)
 
 
-def _may_manage(user, dataset: Dataset) -> bool:
-    if user_role(user) != Role.REQUESTER:
-        return False
-    return user.is_staff or user.is_superuser or dataset.owner_id in (None, user.pk)
-
-
-def _may_read(user, dataset: Dataset) -> bool:
-    """Researchers read every run (no gold or worker data in them); requesters the runs of their datasets."""
-    return user_role(user) == Role.RESEARCHER or _may_manage(user, dataset)
-
-
-def _require_read(user, dataset: Dataset) -> None:
-    if not _may_read(user, dataset):
-        raise Http404("No such dataset, or it belongs to another requester.")
-
-
 def _require_manage(user, dataset: Dataset) -> None:
-    if not _may_manage(user, dataset):
+    if not can_manage_dataset(user, dataset):
         raise PermissionDenied("Only the requester who owns this dataset can run machine annotators on it.")
 
 
@@ -63,7 +46,7 @@ def ranking_panel_context(*, request, dataset: Dataset) -> dict:
         "annotators": registered,
         "built_in": [kind for kind in BUILT_IN if kind.value not in registered_names],
         "kinds": [(kind.value, kind.label) for kind in AnnotatorKind if kind in RANKABLE_KINDS],
-        "may_manage": _may_manage(request.user, dataset),
+        "may_manage": can_manage_dataset(request.user, dataset),
         "diversity": annotator_diversity(dataset=dataset, direction=Direction.T2I),
         "request": request,
     }
@@ -72,8 +55,7 @@ def ranking_panel_context(*, request, dataset: Dataset) -> dict:
 @require_GET
 @role_required(*READERS)
 def dataset_ranking(request, dataset_id: int):
-    dataset = get_object_or_404(Dataset, pk=dataset_id)
-    _require_read(request.user, dataset)
+    dataset = get_object_or_404(datasets_visible_to(request.user), pk=dataset_id)
     return render(request, "ranking/dataset.html", ranking_panel_context(request=request, dataset=dataset))
 
 
@@ -88,9 +70,8 @@ def _back(request, fallback: str):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def ranking_start(request, dataset_id: int):
-    dataset = get_object_or_404(Dataset, pk=dataset_id)
+    dataset = get_object_or_404(datasets_visible_to(request.user), pk=dataset_id)
     _require_manage(request.user, dataset)
     choice = request.POST.get("annotator", "")
     if choice.startswith("kind:"):
@@ -112,7 +93,6 @@ def ranking_start(request, dataset_id: int):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def annotator_create(request):
     annotator = annotator_register(
         name=request.POST.get("name", ""),
@@ -126,8 +106,7 @@ def annotator_create(request):
 @require_GET
 @role_required(*READERS)
 def run_detail(request, run_id: int):
-    run = get_object_or_404(RankingRun.objects.select_related("annotator", "dataset"), pk=run_id)
-    _require_read(request.user, run.dataset)
+    run = get_object_or_404(runs_visible_to(request.user).select_related("annotator", "dataset"), pk=run_id)
     direction = request.GET.get("direction", Direction.T2I)
     if direction not in (Direction.I2T, Direction.T2I):
         direction = Direction.T2I
@@ -141,7 +120,7 @@ def run_detail(request, run_id: int):
         "run": run,
         "progress": ranking_run_progress(run=run),
         "job": job_view(run),
-        "may_manage": _may_manage(request.user, run.dataset),
+        "may_manage": can_manage_dataset(request.user, run.dataset),
         "direction": direction,
         "query": query,
         "candidates": candidates_for_query(run=run, direction=direction, query_id=query.pk) if query else [],
@@ -151,9 +130,8 @@ def run_detail(request, run_id: int):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def run_cancel(request, run_id: int):
-    run = get_object_or_404(RankingRun.objects.select_related("dataset"), pk=run_id)
+    run = get_object_or_404(runs_visible_to(request.user).select_related("dataset"), pk=run_id)
     _require_manage(request.user, run.dataset)
     ranking_run_cancel(run=run)
     messages.success(request, f"Run {run.pk} is cancelled; a retry resumes where it stopped.")

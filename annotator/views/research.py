@@ -7,37 +7,28 @@ from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotator.access import campaigns_visible_to, evaluations_visible_to, exports_visible_to
 from annotator.errors import ApplicationError
 from annotator.jobs import job_view
 from annotator.models import AggregationMethod, ExportFormat, ExportStatus, ExportVariant, RankingRun, Role, RunStatus
 from annotator.selectors.research import (
     campaign_get_readable,
-    campaign_list_readable,
-    evaluation_list_readable,
-    export_list_readable,
     label_counts,
 )
 from annotator.services.exports.jobs import export_create, export_file_name
 from annotator.services.research.evaluation import rankings_parse
 from annotator.services.research.scorecards import evaluation_create
-from annotator.views.access import application_errors_as_400, role_required
+from annotator.views.access import role_required
 
 READERS = (Role.REQUESTER, Role.RESEARCHER)
 METRIC_COLUMNS = [("r1", "R@1"), ("r5", "R@5"), ("r10", "R@10"), ("r_precision", "R-Precision"), ("map_at_r", "mAP@R")]
-
-
-def _campaign_or_404(request, campaign_id):
-    try:
-        return campaign_get_readable(user=request.user, campaign_id=campaign_id)
-    except ApplicationError:
-        raise Http404("No such campaign is shared with you.") from None
 
 
 @role_required(*READERS)
 @require_http_methods(["GET"])
 def research_home(request):
     campaigns = (
-        campaign_list_readable(user=request.user)
+        campaigns_visible_to(request.user)
         .select_related("dataset", "owner")
         .annotate(
             label_total=Count("pairs__labels", distinct=True),
@@ -51,9 +42,9 @@ def research_home(request):
 @role_required(*READERS)
 @require_http_methods(["GET"])
 def research_campaign(request, campaign_id: int):
-    campaign = _campaign_or_404(request, campaign_id)
-    exports = export_list_readable(user=request.user).filter(campaign=campaign).order_by("-id")[:20]
-    evaluations = evaluation_list_readable(user=request.user).filter(campaign=campaign).order_by("-id")[:20]
+    campaign = campaign_get_readable(user=request.user, campaign_id=campaign_id)
+    exports = exports_visible_to(request.user).filter(campaign=campaign).order_by("-id")[:20]
+    evaluations = evaluations_visible_to(request.user).filter(campaign=campaign).order_by("-id")[:20]
     rows = []
     for evaluation in evaluations:
         results = evaluation.results or {}
@@ -89,9 +80,8 @@ def research_campaign(request, campaign_id: int):
 
 @role_required(*READERS)
 @require_POST
-@application_errors_as_400
 def research_export(request, campaign_id: int):
-    campaign = _campaign_or_404(request, campaign_id)
+    campaign = campaign_get_readable(user=request.user, campaign_id=campaign_id)
     job = export_create(
         campaign=campaign,
         user=request.user,
@@ -106,9 +96,8 @@ def research_export(request, campaign_id: int):
 
 @role_required(*READERS)
 @require_POST
-@application_errors_as_400
 def research_evaluate(request, campaign_id: int):
-    campaign = _campaign_or_404(request, campaign_id)
+    campaign = campaign_get_readable(user=request.user, campaign_id=campaign_id)
     upload = request.FILES.get("rankings")
     if upload is None:
         raise ApplicationError("Choose a rankings JSON file to upload.")
@@ -128,7 +117,7 @@ def research_evaluate(request, campaign_id: int):
 @role_required(*READERS)
 @require_http_methods(["GET"])
 def research_download(request, export_id: int):
-    job = export_list_readable(user=request.user).filter(pk=export_id).first()
+    job = exports_visible_to(request.user).filter(pk=export_id).first()
     if job is None or job.status != ExportStatus.SUCCEEDED or not job.file:
         raise Http404("No finished export with this number is shared with you.")
     return FileResponse(job.file.open("rb"), as_attachment=True, filename=export_file_name(job))

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from annotator.access import campaigns_managed_by
 from annotator.errors import ApplicationError
 from annotator.models import FLAG_LABELS, Assignment, CleanupProposal, ExternalDecision, Role, Worker
 from annotator.queue import enqueue_on_commit
@@ -20,7 +21,6 @@ from annotator.selectors.external_decisions import external_decisions_failed, ex
 from annotator.selectors.quality import (
     assignment_review_detail,
     campaign_quality,
-    campaigns_for_requester,
     review_counts,
     review_queue,
 )
@@ -33,15 +33,15 @@ from annotator.services.quality.decisions import (
 )
 from annotator.services.quality.external_decisions import external_decision_retry
 from annotator.services.quality.peers import assignment_peer_agreement
-from annotator.services.quality.trust import worker_block, worker_trust, worker_unblock
-from annotator.views.access import application_errors_as_400, role_required
+from annotator.services.quality.trust import worker_block, worker_standing, worker_trust, worker_unblock
+from annotator.views.access import role_required
 
 AGGREGATE_TASK = "workers.tasks.quality.labels_aggregate_task"
 QUEUE_PAGE_SIZE = 200
 
 
 def _campaign(request, campaign_id: int):
-    campaign = campaigns_for_requester(user=request.user).filter(pk=campaign_id).first()
+    campaign = campaigns_managed_by(request.user).filter(pk=campaign_id).first()
     if campaign is None:
         raise Http404("No such campaign.")
     return campaign
@@ -49,10 +49,7 @@ def _campaign(request, campaign_id: int):
 
 def _assignment(request, assignment_id: int) -> Assignment:
     assignment = Assignment.objects.select_related("hit__campaign", "worker").filter(pk=assignment_id).first()
-    if (
-        assignment is None
-        or not campaigns_for_requester(user=request.user).filter(pk=assignment.hit.campaign_id).exists()
-    ):
+    if assignment is None or not campaigns_managed_by(request.user).filter(pk=assignment.hit.campaign_id).exists():
         raise Http404("No such assignment.")
     return assignment
 
@@ -88,7 +85,8 @@ def review_assignment_page(request, assignment_id: int):
     assignment = _assignment(request, assignment_id)
     detail = assignment_review_detail(assignment=assignment)
     agreeing, compared = assignment_peer_agreement(assignment=assignment)
-    trust = worker_trust(worker=assignment.worker)
+    owner_id = assignment.hit.campaign.owner_id
+    trust = worker_trust(worker=assignment.worker, requester_id=owner_id)
     return render(
         request,
         "review/assignment.html",
@@ -97,6 +95,7 @@ def review_assignment_page(request, assignment_id: int):
             "flags": _flag_labels(assignment.flags),
             "agreement": {"agreeing": agreeing, "compared": compared},
             "trust": trust,
+            "standing": worker_standing(worker=assignment.worker, requester_id=owner_id),
             "can_decide": assignment.status in ("submitted", "approved", "rejected"),
         },
     )
@@ -104,7 +103,6 @@ def review_assignment_page(request, assignment_id: int):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def review_decide(request, assignment_id: int):
     assignment = _assignment(request, assignment_id)
     decision = request.POST.get("decision")
@@ -125,7 +123,6 @@ def review_decide(request, assignment_id: int):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def review_bulk(request, campaign_id: int):
     campaign = _campaign(request, campaign_id)
     try:
@@ -148,7 +145,6 @@ def review_bulk(request, campaign_id: int):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def mturk_decision_retry(request, decision_id: int):
     """Send a decision MTurk did not accept again (the Retry button of the review queue)."""
     decision = ExternalDecision.objects.select_related("assignment").filter(pk=decision_id).first()
@@ -169,7 +165,6 @@ def quality_page(request, campaign_id: int):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def quality_policy(request, campaign_id: int):
     campaign = _campaign(request, campaign_id)
     campaign_quality_policy_update(
@@ -181,7 +176,6 @@ def quality_policy(request, campaign_id: int):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def quality_aggregate(request, campaign_id: int):
     campaign = _campaign(request, campaign_id)
     enqueue_on_commit(AGGREGATE_TASK, campaign.pk)
@@ -191,7 +185,6 @@ def quality_aggregate(request, campaign_id: int):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def worker_block_view(request, campaign_id: int, worker_id: int, action: str):
     campaign = _campaign(request, campaign_id)
     # A requester acts on the workers who worked on their campaigns, nobody else.
@@ -199,12 +192,16 @@ def worker_block_view(request, campaign_id: int, worker_id: int, action: str):
     if worker is None:
         raise Http404("No such worker in this campaign.")
     reason = request.POST.get("reason", "")
+    # The decision is the campaign owner's: it holds on the owner's campaigns and nowhere else.
     if action == "block":
-        worker_block(worker=worker, actor=request.user, reason=reason)
-        messages.success(request, f"Worker {worker.pseudonym} blocked; their pending work goes to review.")
+        worker_block(worker=worker, requester=campaign.owner, actor=request.user, reason=reason)
+        messages.success(
+            request,
+            f"Worker {worker.pseudonym} blocked from this requester's campaigns; their pending work goes to review.",
+        )
     elif action == "unblock":
-        worker_unblock(worker=worker, actor=request.user, reason=reason)
-        messages.success(request, f"Worker {worker.pseudonym} may take HITs again.")
+        worker_unblock(worker=worker, requester=campaign.owner, actor=request.user, reason=reason)
+        messages.success(request, f"Worker {worker.pseudonym} may take this requester's HITs again.")
     else:
         raise Http404("No such action.")
     return redirect("review-quality", campaign_id=campaign.pk)
@@ -220,7 +217,6 @@ def cleanup_page(request, campaign_id: int):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def cleanup_run(request, campaign_id: int):
     campaign = _campaign(request, campaign_id)
     found = cleanup_detect(campaign=campaign)
@@ -234,7 +230,6 @@ def cleanup_run(request, campaign_id: int):
 
 @require_POST
 @role_required(Role.REQUESTER)
-@application_errors_as_400
 def cleanup_decide_view(request, campaign_id: int, proposal_id: int):
     campaign = _campaign(request, campaign_id)
     proposal = CleanupProposal.objects.filter(pk=proposal_id, campaign=campaign).first()

@@ -6,7 +6,7 @@ from django.shortcuts import redirect, render
 from django.urls import path
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotator.auth import user_role
+from annotator.access import user_role
 from annotator.services.accounts.tokens import token_create, token_revoke
 
 

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.models import Role, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from annotator.services.webhooks.delivery import webhook_endpoint_create, webhook_endpoint_delete, webhook_redeliver
-from annotator.views.access import application_errors_as_400, role_required
+from annotator.views.access import role_required
 
 DELIVERIES_SHOWN = 50
 
@@ -36,7 +36,6 @@ def webhooks_page(request):
 
 @role_required(Role.REQUESTER)
 @require_POST
-@application_errors_as_400
 def webhook_add(request):
     endpoint = webhook_endpoint_create(
         owner=request.user, url=request.POST.get("url", ""), events=request.POST.getlist("events")
@@ -56,7 +55,6 @@ def webhook_remove(request, endpoint_id: int):
 
 @role_required(Role.REQUESTER)
 @require_POST
-@application_errors_as_400
 def webhook_delivery_retry(request, delivery_id: int):
     delivery = WebhookDelivery.objects.filter(pk=delivery_id, endpoint__owner=request.user).first()
     if delivery is None:

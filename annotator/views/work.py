@@ -21,8 +21,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator import mturk, scales
-from annotator.auth import user_role
+from annotator.access import is_worker
 from annotator.errors import ApplicationError
+from annotator.middleware import wants_json
 from annotator.models import (
     Assignment,
     AssignmentStatus,
@@ -32,7 +33,6 @@ from annotator.models import (
     Hit,
     QualificationAttempt,
     QualificationItem,
-    Role,
     Scale,
     Shortcoming,
     Worker,
@@ -109,7 +109,7 @@ def worker_required(view):
         if request.user.is_authenticated:
             # The log-in backend (annotator.auth) loaded the worker and the role with the user: no query here.
             worker = getattr(request.user, "worker", None)
-            if user_role(request.user) != Role.WORKER:
+            if not is_worker(request.user):
                 raise PermissionDenied("These pages are for crowd workers.")
             if worker is None:
                 worker = worker_for_user(user=request.user)
@@ -119,27 +119,6 @@ def worker_required(view):
             return redirect_to_login(request.get_full_path())
         request.worker = worker
         return _allow_mturk_frame(view(request, *args, **kwargs), worker)
-
-    return wrapped
-
-
-def _wants_json(request) -> bool:
-    return "application/json" in request.headers.get("Accept", "") or request.content_type == "application/json"
-
-
-def _error_response(request, error: ApplicationError):
-    if _wants_json(request):
-        return JsonResponse({"error": error.message, **error.extra}, status=error.status)
-    return render(request, "error.html", {"message": error.message, "extra": error.extra}, status=error.status)
-
-
-def handles_application_errors(view):
-    @wraps(view)
-    def wrapped(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except ApplicationError as error:
-            return _error_response(request, error)
 
     return wrapped
 
@@ -209,6 +188,7 @@ def work_campaign(request, campaign_id: int):
     context = {
         "campaign": campaign,
         "qualification": work_selectors.qualification_state(campaign=campaign, worker=request.worker),
+        "may_take_work": work_selectors.worker_may_take_work(worker=request.worker, campaign=campaign),
         "similarity": campaign.scale == Scale.SIMILARITY,
         "wording": similarity_wording(_campaign_kind(campaign)),
         "worker": request.worker,
@@ -219,7 +199,6 @@ def work_campaign(request, campaign_id: int):
 
 @require_POST
 @worker_required
-@handles_application_errors
 def work_claim(request, campaign_id: int):
     campaign = _live_campaign(campaign_id)
     try:
@@ -249,7 +228,6 @@ def _qualification_items(attempt: QualificationAttempt) -> list[dict]:
 
 
 @worker_required
-@handles_application_errors
 def work_qualification(request, campaign_id: int):
     campaign = _live_campaign(campaign_id)
     state = work_selectors.qualification_state(campaign=campaign, worker=request.worker)
@@ -390,7 +368,6 @@ def _json_body(request) -> dict:
 
 @require_POST
 @worker_required
-@handles_application_errors
 def work_answer(request, assignment_id: int):
     """Autosave one item (JSON in, JSON out). CSRF-protected like every POST."""
     # The service locks the row and answers 404 unless it is this worker's: no separate lookup here.
@@ -452,7 +429,6 @@ def _next_url_after_submit(request, assignment) -> str:
 
 @require_POST
 @worker_required
-@handles_application_errors
 def work_submit(request, assignment_id: int):
     """Submit the HIT (JSON from hit.js, or the plain form). Idempotent: a second submit changes nothing."""
     assignment = _own_assignment(request, assignment_id)
@@ -469,14 +445,13 @@ def work_submit(request, assignment_id: int):
         if already and not request.worker.external_id
         else (_next_url_after_submit(request, assignment))
     )
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse({"status": assignment.status, "next_url": next_url})
     return redirect(next_url)
 
 
 @require_POST
 @worker_required
-@handles_application_errors
 def work_return(request, assignment_id: int):
     assignment = _own_assignment(request, assignment_id)
     assignment_services.assignment_return(assignment=assignment, worker=request.worker)
@@ -537,7 +512,6 @@ def _verify_arrival(request, *, hit: Hit, assignment_id: str, worker_id: str) ->
 
 @require_GET
 @mturk_framed
-@handles_application_errors
 def mturk_arrival(request):
     """MTurk's iframe: preview (read-only) before accept; after accept, the worker's lease on this HIT."""
     hit_id = request.GET.get("hitId", "").strip()

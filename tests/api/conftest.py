@@ -75,7 +75,9 @@ def world(db) -> World:
     # A webhook endpoint of the requester (a closed port: attempts fail at once) with a given-up delivery.
     from annotator.services.webhooks.delivery import webhook_endpoint_create
 
-    endpoint = webhook_endpoint_create(owner=users["requester"], url="http://127.0.0.1:9/hook")
+    endpoint = webhook_endpoint_create(
+        owner=users["requester"], url="http://127.0.0.1:9/hook", events=["campaign.finished"]
+    )
     delivery = models.WebhookDelivery.objects.create(
         endpoint=endpoint, message_id="msg_world", event="import.done", status=models.DeliveryStatus.FAILED
     )

@@ -35,8 +35,9 @@ ENDPOINTS = [
         {"name": "tfidf-2", "kind": "tfidf_pivot"},
         codes(401, 201, 201, 403, 403, 403),
     ),
-    ("runs-list", "get", "runs/", None, REQ_LIST),
-    ("runs-detail", "get", "runs/{run}/", None, REQ_DETAIL),
+    # Researchers read the runs on the datasets of the campaigns shared with them, as on the pages.
+    ("runs-list", "get", "runs/", None, READ_LIST),
+    ("runs-detail", "get", "runs/{run}/", None, READ_DETAIL),
     (
         "runs-start",
         "post",

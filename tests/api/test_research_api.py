@@ -99,10 +99,12 @@ def test_requester_filters_assignments_and_reviews_them(world):
 def test_blocking_a_worker_through_the_api(world):
     client = world.client("requester")
     blocked = client.post(f"/api/v1/workers/{world.ids['worker']}/block/", {"reason": "random clicks"}, format="json")
-    assert blocked.json()["blocked"] is True
-    assert models.Worker.objects.get(pk=world.ids["worker"]).blocked
+    assert blocked.json()["blocked"] is True and blocked.json()["platform_blocked"] is False
+    standing = models.WorkerStanding.objects.get(worker_id=world.ids["worker"], requester=world.users["requester"])
+    assert standing.blocked and not models.Worker.objects.get(pk=world.ids["worker"]).blocked
     client.post(f"/api/v1/workers/{world.ids['worker']}/unblock/", {"reason": "appeal"}, format="json")
-    assert not models.Worker.objects.get(pk=world.ids["worker"]).blocked
+    standing.refresh_from_db()
+    assert not standing.blocked
 
 
 def test_sharing_decides_what_a_researcher_reads(world):

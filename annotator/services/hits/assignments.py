@@ -27,6 +27,7 @@ from annotator.models import (
     HitItem,
     HitStatus,
     Worker,
+    WorkerStanding,
 )
 from annotator.models.state import check_transition
 from annotator.selectors.work import worker_is_qualified
@@ -79,12 +80,32 @@ def _can_lock() -> bool:
     return connection.features.has_select_for_update and connection.features.has_select_for_update_of
 
 
+def _with_owner_standing(campaigns, *, worker: Worker):
+    """Campaigns annotated with the owner's block and soft block of `worker`, read in the same query."""
+    standing = WorkerStanding.objects.filter(requester_id=OuterRef("owner_id"), worker_id=worker.pk)
+    return campaigns.annotate(
+        owner_blocked_worker=Exists(standing.filter(blocked=True)),
+        owner_soft_blocked_worker=Exists(standing.filter(soft_blocked=True)),
+    )
+
+
+def _owner_standing(*, campaign: Campaign, worker: Worker) -> tuple[bool, bool]:
+    if hasattr(campaign, "owner_blocked_worker"):
+        return campaign.owner_blocked_worker, campaign.owner_soft_blocked_worker
+    standing = WorkerStanding.objects.filter(requester_id=campaign.owner_id, worker=worker).first()
+    return (standing.blocked, standing.soft_blocked) if standing else (False, False)
+
+
 def _check_worker_may_claim(*, campaign: Campaign, worker: Worker) -> None:
     if campaign.status != CampaignStatus.LIVE:
         raise ApplicationError("This campaign is not taking work right now.", status=409)
-    if worker.blocked:
+    if worker.blocked:  # a platform block, by staff
         raise ApplicationError("Your account may not take new HITs.", status=403)
-    if worker.soft_blocked:
+    # The campaign owner's own decision about this worker; another requester's block does not count here.
+    blocked, soft_blocked = _owner_standing(campaign=campaign, worker=worker)
+    if blocked:
+        raise ApplicationError("Your account may not take new HITs on this requester's campaigns.", status=403)
+    if soft_blocked:
         raise ApplicationError(
             "Your account is paused from taking new HITs while your recent work is reviewed.", status=403
         )
@@ -143,13 +164,14 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
     Never the same HIT twice to one worker (also a unique constraint), and never a HIT holding a pair the
     worker was shown in another HIT (a repeated pair would mark itself as gold).
     Idempotent: a worker who already holds an unexpired reserved lease in the campaign gets it back.
-    Refuses (4xx ApplicationError) a campaign that is not live, blocked or soft-blocked workers, workers
+    Refuses (4xx ApplicationError) a campaign that is not live, a worker blocked on the platform or
+    blocked or soft-blocked by the campaign's owner, workers
     without a passed qualification, a worker at max_hits_per_worker, and "no HIT left" (404).
     """
     now = now or timezone.now()
     with transaction.atomic():
         worker = Worker.objects.select_for_update().get(pk=worker.pk)
-        campaign = Campaign.objects.get(pk=campaign.pk)
+        campaign = _with_owner_standing(Campaign.objects, worker=worker).get(pk=campaign.pk)
         held = _expire_own_stale_leases(worker=worker, campaign=campaign, now=now)
         if held is not None:
             return held

@@ -26,7 +26,7 @@ from annotator.models import (
     Scale,
     Worker,
 )
-from annotator.selectors.work import campaign_requires_qualification
+from annotator.selectors.work import campaign_requires_qualification, worker_may_take_work
 
 
 def _cooldown_left(*, campaign: Campaign, worker: Worker, now) -> float:
@@ -76,7 +76,7 @@ def qualification_start(*, campaign: Campaign, worker: Worker, now=None) -> Qual
         worker = Worker.objects.select_for_update().get(pk=worker.pk)
         if campaign.status != CampaignStatus.LIVE:
             raise ApplicationError("This campaign is not taking work right now.", status=409)
-        if not worker.can_take_work:
+        if not worker_may_take_work(worker=worker, campaign=campaign):  # platform block, or the owner's
             raise ApplicationError("Your account may not take new HITs.", status=403)
         if not campaign_requires_qualification(campaign=campaign):
             raise ApplicationError("This campaign has no qualification test.", status=409)

@@ -6,10 +6,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
 from django.db import reset_queries
 
 from annotator.importing.images import ImageProblem, check_image, read_checked_bytes, sha256
-from annotator.importing.readers import CaptionRecord, ImageRecord, Problem, SplitFilter
+from annotator.importing.readers import CaptionRecord, ImageRecord, Problem, SplitFilter, caption_too_long
 from annotator.models import Caption, Dataset, Image
 from annotator.services.importing.batches import CAPTION_BATCH, IMAGE_BATCH, Progress, parallel
 
@@ -187,9 +188,15 @@ def validate(
         reset_queries()
 
     batch = []
+    max_caption_chars = settings.IMPORT_MAX_CAPTION_CHARS
     for record in reader.iter_captions():
         if isinstance(record, Problem):
             offenders.add_problem(record)
+            continue
+        if len(record.text) > max_caption_chars:
+            offenders.add(
+                "caption", record.source_id, record.where, caption_too_long(len(record.text), max_caption_chars)
+            )
             continue
         if record.source_id in seen_captions:
             offenders.add("caption", record.source_id, record.where, "caption id appears more than once")

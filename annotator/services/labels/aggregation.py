@@ -25,7 +25,7 @@ from annotator.models import (
     HitStatus,
     Label,
     Scale,
-    Worker,
+    WorkerStanding,
 )
 
 FOUR_CHOICE_METHODS = [
@@ -97,9 +97,12 @@ def _aggregate(method: str, votes: list[Vote], campaign: Campaign):
         return majority_vote(votes)
     if method == AggregationMethod.GOLD_WEIGHTED:
         worker_ids = {vote.worker_id for vote in votes}
-        gold = {
+        # Each worker's gold record on the campaign owner's campaigns, never another requester's.
+        gold = {pk: (0, 0) for pk in worker_ids} | {
             pk: (c, t)
-            for pk, c, t in Worker.objects.filter(pk__in=worker_ids).values_list("pk", "gold_correct", "gold_total")
+            for pk, c, t in WorkerStanding.objects.filter(
+                requester_id=campaign.owner_id, worker_id__in=worker_ids
+            ).values_list("worker_id", "gold_correct", "gold_total")
         }
         return gold_weighted_vote(votes, gold=gold)
     if method == AggregationMethod.DAWID_SKENE:

@@ -121,6 +121,8 @@ def assignment_crowd_flags(*, assignment, check: CrowdCheck) -> tuple[list[str],
     missed = (assignment.gold_total or 0) - (assignment.gold_correct or 0)
     if missed > 0:
         vouched = enough and not careless and overall.p_below < _setting("QUALITY_POSTERIOR_EXCUSE_BELOW", 0.7)
-        if not vouched and not is_trusted(worker_trust(worker=assignment.worker), trust_policy()):
+        if not vouched and not is_trusted(
+            worker_trust(worker=assignment.worker, requester_id=assignment.hit.campaign.owner_id), trust_policy()
+        ):
             flags.append(FLAG_GOLD_FAILED)
     return flags, enough

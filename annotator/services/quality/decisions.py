@@ -68,7 +68,7 @@ def assignment_approve(*, assignment: Assignment, actor=None, reason: str = "") 
             assignment_transition(assignment=locked, target=AssignmentStatus.APPROVED, actor=actor, reason=reason)
             hit_status_refresh(hit_id=locked.hit_id)
             external_decision_record(assignment=locked, approve=True, reason=reason)
-            worker_trust_refresh(worker_id=locked.worker_id)
+            worker_trust_refresh(worker_id=locked.worker_id, requester_id=locked.hit.campaign.owner_id)
     return locked
 
 
@@ -88,7 +88,7 @@ def assignment_reject(*, assignment: Assignment, actor=None, reason: str) -> Ass
             assignment_transition(assignment=locked, target=AssignmentStatus.REJECTED, actor=actor, reason=reason)
             hit_status_refresh(hit_id=locked.hit_id)
             external_decision_record(assignment=locked, approve=False, reason=reason)
-            worker_trust_refresh(worker_id=locked.worker_id)
+            worker_trust_refresh(worker_id=locked.worker_id, requester_id=locked.hit.campaign.owner_id)
     return locked
 
 

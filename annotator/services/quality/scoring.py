@@ -26,7 +26,12 @@ from annotator.models import (
 )
 from annotator.selectors.gold import GOLD_ROLES, gold_answer_right, gold_pairs_disputed
 from annotator.services.quality.decisions import assignment_approve, assignment_reject
-from annotator.services.quality.trust import trust_policy, worker_trust, worker_trust_refresh
+from annotator.services.quality.trust import (
+    trust_policy,
+    worker_standing_gold_add,
+    worker_trust,
+    worker_trust_refresh,
+)
 from annotator.services.webhooks.delivery import webhook_emit
 
 
@@ -59,9 +64,10 @@ def assignment_score(*, assignment_id: int) -> Assignment | None:
     the assignment waits for auto-approval, where the other workers' answers decide (see
     assignments_auto_approve_due). With auto_approve_hours = 0 there is no such wait: it goes to review.
 
-    Locks the Assignment row (SELECT ... FOR UPDATE), then the Worker row. Idempotent: `scored_at` is
-    set in the same transaction, so a second call (a redelivered task after a worker was killed) finds
-    it and changes nothing; the worker's trust counters move exactly once. Returns None when there is
+    Locks the Assignment row (SELECT ... FOR UPDATE), then the campaign owner's WorkerStanding row.
+    Idempotent: `scored_at` is set in the same transaction, so a second call (a redelivered task after a
+    worker was killed) finds it and changes nothing; the worker's gold counters (the platform tally and
+    the owner's standing) move exactly once. Returns None when there is
     nothing to score (no such assignment, or not submitted yet).
     """
     with transaction.atomic():
@@ -87,7 +93,7 @@ def assignment_score(*, assignment_id: int) -> Assignment | None:
             flags.append(FLAG_SAME_ANSWER)
 
         if 0 < total - correct <= campaign.tolerated_gold_misses:
-            record = worker_trust(worker=Worker.objects.get(pk=assignment.worker_id))
+            record = worker_trust(worker=Worker.objects.get(pk=assignment.worker_id), requester_id=campaign.owner_id)
             record = replace(record, gold_correct=record.gold_correct + correct, gold_total=record.gold_total + total)
             others = [flag for flag in flags if flag != FLAG_GOLD_FAILED]
             if not others and (is_trusted(record, trust_policy()) or campaign.auto_approve_hours > 0):
@@ -101,8 +107,11 @@ def assignment_score(*, assignment_id: int) -> Assignment | None:
         Worker.objects.filter(pk=assignment.worker_id).update(
             gold_correct=F("gold_correct") + correct, gold_total=F("gold_total") + total
         )
-        worker = worker_trust_refresh(worker_id=assignment.worker_id)
-        if not flags and worker.soft_blocked:
+        worker_standing_gold_add(
+            worker_id=assignment.worker_id, requester_id=campaign.owner_id, correct=correct, total=total
+        )
+        standing = worker_trust_refresh(worker_id=assignment.worker_id, requester_id=campaign.owner_id)
+        if not flags and standing.soft_blocked:
             flags.append(FLAG_LOW_TRUST)
         assignment.flags = flags
         undecided = assignment.status == AssignmentStatus.SUBMITTED  # a requester may have acted already

@@ -1,4 +1,11 @@
-"""Worker trust writes: refresh the automatic soft block, block and unblock by a requester.
+"""Worker trust writes, scoped to the requester (the campaign owner): the automatic soft block, a
+requester's block and unblock, and the platform-wide block that only staff may set.
+
+A requester is a tenant. Each (requester, worker) pair has one WorkerStanding: the requester's block, the
+automatic soft block and the gold record the worker earned on that requester's campaigns. A claim checks
+the campaign owner's standing and the platform block (Worker.blocked); one requester's decisions never
+stop a worker on another requester's campaign. A requester who opts in (Profile.share_gold_record) adds
+their gold records to a shared, anonymised reputation (totals only) and counts it in their own figures.
 
 Thresholds come from settings, QUALITY_* (env names and defaults in docs/quality.md).
 """
@@ -7,7 +14,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
 
 from annotator.analysis.trust import Trust, TrustPolicy, soft_block_reason
 from annotator.errors import ApplicationError
@@ -16,9 +24,11 @@ from annotator.models import (
     Assignment,
     AssignmentStatus,
     AuditAction,
+    Profile,
     QualificationAttempt,
     TrustAction,
     Worker,
+    WorkerStanding,
     WorkerTrustEvent,
 )
 from annotator.services.accounts.audit import audit_record
@@ -42,25 +52,50 @@ def trust_policy() -> TrustPolicy:
     return TrustPolicy(**{field: getattr(settings, name, getattr(defaults, field)) for field, name in names.items()})
 
 
-def _qualification_gold(worker: Worker) -> tuple[int, int]:
-    """Right and total answers of the worker's finished qualification attempts (all gold items)."""
+def _qualification_gold(*, worker: Worker, requester_id: int) -> tuple[int, int]:
+    """Right and total answers of the worker's finished qualification attempts on the requester's campaigns."""
     correct = total = 0
-    for score, items in QualificationAttempt.objects.filter(worker=worker, passed__isnull=False).values_list(
-        "score", "items"
-    ):
+    for score, items in QualificationAttempt.objects.filter(
+        worker=worker, campaign__owner_id=requester_id, passed__isnull=False
+    ).values_list("score", "items"):
         total += len(items or [])
         correct += round((score or 0.0) * len(items or []))
     return correct, total
 
 
-def worker_trust(*, worker: Worker) -> Trust:
-    """The worker's trust numbers over all campaigns (a read; used by the services and the pages).
+def worker_shared_gold(*, worker: Worker, exclude_requester_id: int | None = None) -> tuple[int, int]:
+    """The shared, anonymised reputation: the gold record summed over the requesters who opted in (totals
+    only; never which requester or campaign). A read."""
+    rows = WorkerStanding.objects.filter(worker=worker, requester__profile__share_gold_record=True)
+    if exclude_requester_id is not None:
+        rows = rows.exclude(requester_id=exclude_requester_id)
+    sums = rows.aggregate(correct=Sum("gold_correct"), total=Sum("gold_total"))
+    return sums["correct"] or 0, sums["total"] or 0
 
-    Gold evidence = the gold items of scored HITs (Worker.gold_correct/gold_total) plus the answers of
-    finished qualification attempts, which are gold items too.
+
+def _shares(requester_id: int) -> bool:
+    return Profile.objects.filter(user_id=requester_id, share_gold_record=True).exists()
+
+
+def worker_standing(*, worker: Worker, requester_id: int) -> WorkerStanding | None:
+    """The requester's standing with the worker, or None when they have none yet (a read)."""
+    return WorkerStanding.objects.filter(worker=worker, requester_id=requester_id).first()
+
+
+def worker_trust(*, worker: Worker, requester_id: int) -> Trust:
+    """The worker's trust numbers as one requester sees them (a read; used by the services and the pages).
+
+    Gold evidence = the gold items of scored HITs on the requester's campaigns (WorkerStanding) plus the
+    answers of finished qualification attempts on them, which are gold items too; plus the shared reputation
+    when the requester opted in. Approvals and HITs count the requester's campaigns only.
     """
-    qualification_correct, qualification_total = _qualification_gold(worker)
-    counts = worker.assignments.aggregate(
+    standing = worker_standing(worker=worker, requester_id=requester_id)
+    gold_correct, gold_total = (standing.gold_correct, standing.gold_total) if standing else (0, 0)
+    qualification_correct, qualification_total = _qualification_gold(worker=worker, requester_id=requester_id)
+    shared_correct = shared_total = 0
+    if _shares(requester_id):
+        shared_correct, shared_total = worker_shared_gold(worker=worker, exclude_requester_id=requester_id)
+    counts = worker.assignments.filter(hit__campaign__owner_id=requester_id).aggregate(
         approved=Count("pk", filter=Q(status=AssignmentStatus.APPROVED)),
         rejected=Count("pk", filter=Q(status=AssignmentStatus.REJECTED)),
         done=Count(
@@ -69,53 +104,174 @@ def worker_trust(*, worker: Worker) -> Trust:
         ),
     )
     return Trust(
-        gold_correct=worker.gold_correct + qualification_correct,
-        gold_total=worker.gold_total + qualification_total,
+        gold_correct=gold_correct + qualification_correct + shared_correct,
+        gold_total=gold_total + qualification_total + shared_total,
         approved=counts["approved"],
         rejected=counts["rejected"],
         hits_done=counts["done"],
     )
 
 
-def worker_trust_refresh(*, worker_id: int) -> Worker:
-    """Re-apply the soft-block rule to a worker; soft-blocking sends their pending work to review.
+def _locked_standing(*, worker_id: int, requester_id: int) -> WorkerStanding:
+    """The standing row, created on first use, then locked (SELECT ... FOR UPDATE). Call inside atomic."""
+    WorkerStanding.objects.get_or_create(worker_id=worker_id, requester_id=requester_id)
+    return (
+        WorkerStanding.objects.select_for_update()
+        .select_related("worker")
+        .get(worker_id=worker_id, requester_id=requester_id)
+    )
 
-    Takes SELECT ... FOR UPDATE on the Worker row. Idempotent: an unchanged verdict writes nothing. A
-    requester's unblock wins until the worker has gathered `min_gold` new gold answers since then.
+
+def worker_standing_gold_add(*, worker_id: int, requester_id: int, correct: int, total: int) -> WorkerStanding:
+    """Add one scored HIT's gold outcome to the requester's record of the worker.
+
+    Locks the standing row; the caller (gold scoring) makes it happen once per assignment.
+    """
+    with transaction.atomic():
+        standing = _locked_standing(worker_id=worker_id, requester_id=requester_id)
+        standing.gold_correct += correct
+        standing.gold_total += total
+        standing.save(update_fields=["gold_correct", "gold_total", "updated_at"])
+        return standing
+
+
+def worker_trust_refresh(*, worker_id: int, requester_id: int) -> WorkerStanding:
+    """Re-apply the soft-block rule to the requester's standing with a worker; soft-blocking sends the
+    worker's pending work on that requester's campaigns to review.
+
+    Takes SELECT ... FOR UPDATE on the WorkerStanding row. Idempotent: an unchanged verdict writes nothing.
+    The requester's unblock wins until the worker has gathered `min_gold` new gold answers since then.
     """
     policy = trust_policy()
     with transaction.atomic():
-        worker = Worker.objects.select_for_update().get(pk=worker_id)
-        reason = soft_block_reason(worker_trust(worker=worker), policy)
-        last_unblock = worker.trust_events.filter(action=TrustAction.UNBLOCK).order_by("-created_at", "-id").first()
-        if reason and last_unblock and worker.gold_total - last_unblock.gold_total_at < policy.min_gold:
+        standing = _locked_standing(worker_id=worker_id, requester_id=requester_id)
+        worker = standing.worker
+        reason = soft_block_reason(worker_trust(worker=worker, requester_id=requester_id), policy)
+        last_unblock = (
+            worker.trust_events.filter(action=TrustAction.UNBLOCK, requester_id=requester_id)
+            .order_by("-created_at", "-id")
+            .first()
+        )
+        if reason and last_unblock and standing.gold_total - last_unblock.gold_total_at < policy.min_gold:
             reason = ""  # the requester vouched for this worker; wait for fresh evidence
-        if bool(reason) != worker.soft_blocked:
-            worker.soft_blocked = bool(reason)
-            worker.save(update_fields=["soft_blocked"])
+        if bool(reason) != standing.soft_blocked:
+            standing.soft_blocked = bool(reason)
+            standing.soft_block_reason = reason[:1000]
+            standing.save(update_fields=["soft_blocked", "soft_block_reason", "updated_at"])
             WorkerTrustEvent.objects.create(
                 worker=worker,
+                requester_id=requester_id,
                 action=TrustAction.SOFT_BLOCK if reason else TrustAction.SOFT_UNBLOCK,
                 reason=(reason or "the evidence no longer meets the soft-block rule")[:1000],
-                gold_total_at=worker.gold_total,
+                gold_total_at=standing.gold_total,
             )
             audit_record(
                 action=AuditAction.WORKER_SOFT_BLOCK if reason else AuditAction.WORKER_SOFT_UNBLOCK,
+                subject_user=standing.requester,
                 worker=worker,
                 detail={"reason": (reason or "")[:500]},
             )
             if reason:
-                transaction.on_commit(lambda: assignments_flag_pending(worker_id=worker_id))
-        return worker
+                transaction.on_commit(lambda: assignments_flag_pending(worker_id=worker_id, requester_id=requester_id))
+        return standing
 
 
-def worker_block(*, worker: Worker, actor, reason: str) -> Worker:
-    """A requester blocks a worker (no new HITs anywhere); the reason is kept in the history.
+def worker_block(*, worker: Worker, requester, actor, reason: str) -> WorkerStanding:
+    """Block a worker from the requester's campaigns (and only those); the reason is kept in the history.
 
-    Locks the Worker row; idempotent (blocking a blocked worker only records nothing new).
+    `requester` is the tenant whose standing changes (the campaign owner); `actor` is who acted (the owner
+    or someone the campaign is shared with). Locks the WorkerStanding row; idempotent (blocking a blocked
+    worker records nothing new).
     """
     if not (reason or "").strip():
         raise ApplicationError("Give a reason for the block.")
+    with transaction.atomic():
+        standing = _locked_standing(worker_id=worker.pk, requester_id=requester.pk)
+        if standing.blocked:
+            return standing
+        standing.blocked = True
+        standing.blocked_reason = reason[:500]
+        standing.blocked_by = actor
+        standing.blocked_at = timezone.now()
+        standing.save(update_fields=["blocked", "blocked_reason", "blocked_by", "blocked_at", "updated_at"])
+        WorkerTrustEvent.objects.create(
+            worker=worker,
+            requester=requester,
+            action=TrustAction.BLOCK,
+            actor=actor,
+            reason=reason[:1000],
+            gold_total_at=standing.gold_total,
+        )
+        audit_record(
+            action=AuditAction.WORKER_BLOCK,
+            actor=actor,
+            subject_user=requester,
+            worker=worker,
+            detail={"reason": reason[:500]},
+        )
+        transaction.on_commit(
+            lambda: assignments_flag_pending(worker_id=worker.pk, requester_id=requester.pk, flag=FLAG_LOW_TRUST)
+        )
+        return standing
+
+
+def worker_unblock(*, worker: Worker, requester, actor, reason: str) -> WorkerStanding:
+    """Lift the requester's block and any soft block of theirs; the reason is kept in the history.
+
+    Locks the WorkerStanding row; idempotent. The automatic rule only soft-blocks again on fresh evidence.
+    """
+    if not (reason or "").strip():
+        raise ApplicationError("Give a reason for lifting the block.")
+    with transaction.atomic():
+        standing = _locked_standing(worker_id=worker.pk, requester_id=requester.pk)
+        if not (standing.blocked or standing.soft_blocked):
+            return standing
+        standing.blocked = False
+        standing.soft_blocked = False
+        standing.blocked_reason = standing.soft_block_reason = ""
+        standing.blocked_by = standing.blocked_at = None
+        standing.save(
+            update_fields=[
+                "blocked",
+                "soft_blocked",
+                "blocked_reason",
+                "soft_block_reason",
+                "blocked_by",
+                "blocked_at",
+                "updated_at",
+            ]
+        )
+        WorkerTrustEvent.objects.create(
+            worker=worker,
+            requester=requester,
+            action=TrustAction.UNBLOCK,
+            actor=actor,
+            reason=reason[:1000],
+            gold_total_at=standing.gold_total,
+        )
+        audit_record(
+            action=AuditAction.WORKER_UNBLOCK,
+            actor=actor,
+            subject_user=requester,
+            worker=worker,
+            detail={"reason": reason[:500]},
+        )
+        return standing
+
+
+def _require_staff(actor) -> None:
+    if not (actor is not None and (actor.is_staff or actor.is_superuser)):
+        raise ApplicationError("Only staff may block a worker on the whole platform.", status=403)
+
+
+def worker_platform_block(*, worker: Worker, actor, reason: str) -> Worker:
+    """Staff block a worker on the whole platform: no new HITs on any campaign. Audited.
+
+    Refuses anyone but staff (403) and an empty reason (400). Locks the Worker row; idempotent.
+    """
+    _require_staff(actor)
+    if not (reason or "").strip():
+        raise ApplicationError("Give a reason for the platform block.")
     with transaction.atomic():
         locked = Worker.objects.select_for_update().get(pk=worker.pk)
         if locked.blocked:
@@ -124,50 +280,48 @@ def worker_block(*, worker: Worker, actor, reason: str) -> Worker:
         locked.blocked_reason = reason[:500]
         locked.save(update_fields=["blocked", "blocked_reason"])
         WorkerTrustEvent.objects.create(
-            worker=locked, action=TrustAction.BLOCK, actor=actor, reason=reason[:1000], gold_total_at=locked.gold_total
+            worker=locked, action=TrustAction.PLATFORM_BLOCK, actor=actor, reason=reason[:1000]
         )
-        audit_record(action=AuditAction.WORKER_UNBLOCK, actor=actor, worker=locked, detail={"reason": reason[:500]})
-        audit_record(action=AuditAction.WORKER_BLOCK, actor=actor, worker=locked, detail={"reason": reason[:500]})
+        audit_record(
+            action=AuditAction.WORKER_PLATFORM_BLOCK, actor=actor, worker=locked, detail={"reason": reason[:500]}
+        )
         transaction.on_commit(lambda: assignments_flag_pending(worker_id=locked.pk, flag=FLAG_LOW_TRUST))
         return locked
 
 
-def worker_unblock(*, worker: Worker, actor, reason: str) -> Worker:
-    """A requester lifts a block and any soft block; the reason is kept in the history.
-
-    Locks the Worker row; idempotent. The automatic rule only soft-blocks again on fresh evidence.
-    """
+def worker_platform_unblock(*, worker: Worker, actor, reason: str) -> Worker:
+    """Staff lift a platform block. Audited; refuses anyone but staff. Locks the Worker row; idempotent."""
+    _require_staff(actor)
     if not (reason or "").strip():
-        raise ApplicationError("Give a reason for lifting the block.")
+        raise ApplicationError("Give a reason for lifting the platform block.")
     with transaction.atomic():
         locked = Worker.objects.select_for_update().get(pk=worker.pk)
-        if not (locked.blocked or locked.soft_blocked):
+        if not locked.blocked:
             return locked
         locked.blocked = False
-        locked.soft_blocked = False
         locked.blocked_reason = ""
-        locked.save(update_fields=["blocked", "soft_blocked", "blocked_reason"])
+        locked.save(update_fields=["blocked", "blocked_reason"])
         WorkerTrustEvent.objects.create(
-            worker=locked,
-            action=TrustAction.UNBLOCK,
-            actor=actor,
-            reason=reason[:1000],
-            gold_total_at=locked.gold_total,
+            worker=locked, action=TrustAction.PLATFORM_UNBLOCK, actor=actor, reason=reason[:1000]
+        )
+        audit_record(
+            action=AuditAction.WORKER_PLATFORM_UNBLOCK, actor=actor, worker=locked, detail={"reason": reason[:500]}
         )
         return locked
 
 
-def assignments_flag_pending(*, worker_id: int, flag: str = FLAG_LOW_TRUST) -> int:
-    """Send a worker's submitted, undecided assignments to the review queue with `flag`.
+def assignments_flag_pending(*, worker_id: int, requester_id: int | None = None, flag: str = FLAG_LOW_TRUST) -> int:
+    """Send a worker's submitted, undecided assignments to the review queue with `flag`: those on the
+    requester's campaigns, or on every campaign when `requester_id` is None (a platform block).
 
     Used when a worker is (soft-)blocked: work waiting for auto-approval gets a person's look instead.
     Locks each Assignment row; idempotent (a flag is added once). Returns how many were flagged.
     """
     flagged = 0
-    pending = Assignment.objects.filter(worker_id=worker_id, status=AssignmentStatus.SUBMITTED).values_list(
-        "pk", flat=True
-    )
-    for pk in list(pending):
+    pending = Assignment.objects.filter(worker_id=worker_id, status=AssignmentStatus.SUBMITTED)
+    if requester_id is not None:
+        pending = pending.filter(hit__campaign__owner_id=requester_id)
+    for pk in list(pending.values_list("pk", flat=True)):
         with transaction.atomic():
             assignment = Assignment.objects.select_for_update().get(pk=pk)
             if assignment.status != AssignmentStatus.SUBMITTED or flag in assignment.flags:

@@ -6,7 +6,15 @@ import pytest
 from django.utils import timezone
 
 from annotator.errors import ApplicationError
-from annotator.models import Answer, Assignment, AssignmentEvent, AssignmentStatus, CampaignStatus, QualificationAttempt
+from annotator.models import (
+    Answer,
+    Assignment,
+    AssignmentEvent,
+    AssignmentStatus,
+    CampaignStatus,
+    QualificationAttempt,
+    WorkerStanding,
+)
 from annotator.selectors.work import hit_item_tokens
 from annotator.services.hits.answers import answer_save, assignment_submit
 from annotator.services.hits.assignments import assignment_claim, assignment_return, assignments_expire
@@ -83,8 +91,9 @@ def test_claim_refuses_unqualified_blocked_and_not_live():
     with pytest.raises(ApplicationError) as error:
         assignment_claim(campaign=campaign, worker=blocked)
     assert error.value.status == 403
-    soft = qualified(campaign, WorkerFactory(soft_blocked=True))
-    with pytest.raises(ApplicationError):
+    soft = qualified(campaign, WorkerFactory())
+    WorkerStanding.objects.create(worker=soft, requester=campaign.owner, soft_blocked=True)
+    with pytest.raises(ApplicationError, match="paused"):
         assignment_claim(campaign=campaign, worker=soft)
     campaign.status = CampaignStatus.PAUSED
     campaign.save()

@@ -71,9 +71,12 @@ def test_workers_and_anonymous_users_cannot_reach_ranking(client):
 
 
 def test_researchers_read_but_do_not_start_or_cancel(client):
+    """A researcher with a campaign on the dataset shared with them reads its runs, and changes nothing."""
     dataset, _images, _captions = ranking_dataset()
     run = factories.RankingRunFactory(dataset=dataset, status=models.RunStatus.RUNNING)
-    client.force_login(factories.user_with_role(models.Role.RESEARCHER))
+    researcher = factories.user_with_role(models.Role.RESEARCHER)
+    factories.CampaignFactory(dataset=dataset).shared_with.add(researcher)
+    client.force_login(researcher)
     page = client.get(reverse("ranking-run", args=[run.pk]))
     assert page.status_code == 200 and b"Cancel run" not in page.content
     assert client.post(reverse("ranking-run-cancel", args=[run.pk])).status_code == 403
@@ -85,7 +88,7 @@ def test_another_requesters_dataset_is_refused(client, requester):
     other = factories.user_with_role(models.Role.REQUESTER)
     dataset = owned_dataset(other)
     response = client.post(reverse("ranking-start", args=[dataset.pk]), {"annotator": "kind:tfidf_pivot"})
-    assert response.status_code == 403
+    assert response.status_code == 404  # out of scope reads as missing, as in the API
     assert not models.RankingRun.objects.exists()
 
 

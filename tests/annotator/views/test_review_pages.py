@@ -6,7 +6,7 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from annotator.models import AssignmentStatus, CampaignStatus, Role
+from annotator.models import AssignmentStatus, CampaignStatus, Role, WorkerStanding
 from annotator.services.quality.scoring import assignment_score
 from tests.annotator.quality_support import hit_with_gold, submit
 from tests.factories import user_with_role
@@ -113,16 +113,16 @@ def test_block_and_unblock_a_worker_of_the_campaign(client, flagged):
     client.force_login(owner)
     url = reverse("review-worker", args=[campaign.pk, worker.pk, "block"])
     assert client.post(url, {"reason": "copy-paste answers"}).status_code == 302
-    worker.refresh_from_db()
-    assert worker.blocked and worker.trust_events.get().actor == owner
+    standing = WorkerStanding.objects.get(worker=worker, requester=campaign.owner)
+    assert standing.blocked and worker.trust_events.get().actor == owner
     assert (
         client.post(
             reverse("review-worker", args=[campaign.pk, worker.pk, "unblock"]), {"reason": "appeal"}
         ).status_code
         == 302
     )
-    worker.refresh_from_db()
-    assert not worker.blocked and worker.trust_events.count() == 2
+    standing.refresh_from_db()
+    assert not standing.blocked and worker.trust_events.count() == 2
 
 
 def test_cleanup_page_sends_external_label_sets_to_the_label_set_pages(client, flagged):
@@ -150,8 +150,7 @@ def test_quality_panel_counts_and_links(flagged):
 def test_soft_blocked_worker_gets_an_unblock_button(client, flagged):
     owner, campaign, assignment = flagged
     worker = assignment.worker
-    worker.soft_blocked = True
-    worker.save()
+    WorkerStanding.objects.update_or_create(worker=worker, requester=campaign.owner, defaults={"soft_blocked": True})
     client.force_login(owner)
     page = client.get(reverse("review-quality", args=[campaign.pk])).content.decode()
     assert reverse("review-worker", args=[campaign.pk, worker.pk, "unblock"]) in page
