@@ -1,10 +1,10 @@
 """The answer scales, as data the worker pages and the docs show.
 
-four_choice: ECCV Caption (seeds/000, Sec. 3.2 and App. B.1): four answers; the two middle ones ask why
+four_choice: ECCV Caption (Chun et al., ECCV 2022, Sec. 3.2 and App. B.1): four answers; the two middle ones ask why
 (shortcomings), and "in a wrong way" asks what is wrong (aspects). The follow-ups are a per-campaign switch
 (ECCV asked them in the image-to-caption stage and dropped them in the caption-to-image stage).
 
-similarity: Crisscrossed Captions (seeds/003, Sec. 2 and Table 2): a continuous 0-5 rating (raters are
+similarity: Crisscrossed Captions (Parekh et al., EACL 2021, Sec. 2 and Table 2): a continuous 0-5 rating (raters are
 encouraged to answer e.g. 2.87), five ratings per pair averaged, positive at >= 3. The wording of each
 integer point depends on what is compared: two captions (STS), two images (SIS) or an image and a caption
 (SITS). The slider shows these anchors, not the number, so raters do not round to integers.
@@ -16,7 +16,6 @@ FOUR_CHOICE_QUESTION = "Is the image correctly described?"
 FOUR_CHOICE = {
     "question": FOUR_CHOICE_QUESTION,
     "choices": [{"value": c.value, "label": c.label} for c in Choice],
-    "needs_shortcomings": sorted(CHOICES_NEEDING_SHORTCOMINGS),
     "shortcomings_question": "Why? The description ...",
     "shortcomings": [{"value": s.value, "label": s.label} for s in Shortcoming],
     "wrong_way": Shortcoming.WRONG_WAY.value,
@@ -98,10 +97,12 @@ def scale_for(*, scale: str, kind: str = PairKind.IMAGE_CAPTION, rationale_follo
     if scale == Scale.SIMILARITY:
         return {"scale": Scale.SIMILARITY.value, **similarity_wording(kind=kind)}
     if scale == Scale.FOUR_CHOICE:
-        data = {"scale": Scale.FOUR_CHOICE.value, **FOUR_CHOICE, "rationale_followups": bool(rationale_followups)}
-        if not rationale_followups:
-            data["needs_shortcomings"] = []
-        return data
+        return {
+            "scale": Scale.FOUR_CHOICE.value,
+            **FOUR_CHOICE,
+            "rationale_followups": bool(rationale_followups),
+            "needs_shortcomings": _choices_needing_reasons(scale=scale, followups=rationale_followups),
+        }
     raise ValueError(f"unknown scale {scale!r}")
 
 
@@ -112,3 +113,53 @@ def campaign_scale(*, campaign, kind: str | None = None) -> dict:
             campaign.direction, PairKind.IMAGE_CAPTION
         )
     return scale_for(scale=campaign.scale, kind=kind, rationale_followups=campaign.rationale_followups)
+
+
+# ---- the HIT rules -----------------------------------------------------------------------------------------
+# Which answers need follow-ups and what is missing before a HIT can be submitted, said once. The services
+# apply them (answer_followups, answer_missing_part); the HIT page hands hit_rules() to static/js/hit.js as
+# JSON (json_script), and hit.js applies that data, so the page and the server cannot disagree.
+
+MISSING = {
+    "answer": "an answer",
+    "score": "a similarity rating",
+    "reason": "a reason (what is wrong with the description)",
+    "aspects": "what is described in a wrong way",
+}
+
+
+def _choices_needing_reasons(*, scale: str, followups: bool) -> list[str]:
+    """The answers that ask why: the two middle ones of four_choice, when the campaign asks follow-ups."""
+    return sorted(CHOICES_NEEDING_SHORTCOMINGS) if followups and scale == Scale.FOUR_CHOICE else []
+
+
+def hit_rules(*, campaign) -> dict:
+    """The HIT rules of `campaign` as data, the same for the server and the page."""
+    needs_reasons = _choices_needing_reasons(scale=campaign.scale, followups=campaign.rationale_followups)
+    return {
+        "scale": campaign.scale,
+        "followups": bool(needs_reasons),
+        "needsReasons": needs_reasons,
+        "wrongWay": Shortcoming.WRONG_WAY.value,
+        "missing": MISSING,
+    }
+
+
+def answer_followups(*, rules: dict, choice: str, shortcomings) -> tuple[bool, bool]:
+    """Whether the answer `choice` asks why (reasons), and whether those reasons ask what is wrong (aspects)."""
+    reasons = choice in rules["needsReasons"]
+    return reasons, reasons and rules["wrongWay"] in shortcomings
+
+
+def answer_missing_part(*, rules: dict, choice: str, score, shortcomings, wrong_aspects) -> str | None:
+    """What one item's answer still lacks, in words (rules["missing"]); None when it is complete."""
+    if rules["scale"] == Scale.SIMILARITY:
+        return None if score is not None else MISSING["score"]
+    if not choice:
+        return MISSING["answer"]
+    reasons, aspects = answer_followups(rules=rules, choice=choice, shortcomings=shortcomings)
+    if reasons and not shortcomings:
+        return MISSING["reason"]
+    if aspects and not wrong_aspects:
+        return MISSING["aspects"]
+    return None

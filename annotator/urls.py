@@ -7,6 +7,7 @@ from annotator.views import (
     campaigns,
     datasets,
     home,
+    jobs,
     labelsets,
     leaderboard,
     operations,
@@ -35,5 +36,6 @@ urlpatterns = [
     *reputation.urlpatterns,
     *ranking.urlpatterns,
     *operations.urlpatterns,
+    *jobs.urlpatterns,
     *webhooks.urlpatterns,
 ]

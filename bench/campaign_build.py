@@ -16,7 +16,6 @@ Run on PostgreSQL (the default here; it creates and drops its own database `benc
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/x .venv/bin/python bench/campaign_build.py
 """
 
-import io
 import os
 import sys
 import time
@@ -74,23 +73,16 @@ def write_candidates(direction, data):
     from annotator.models import Candidate
 
     if connection.vendor == "postgresql":
-        import pandas as pd
+        from workers.ranking.store import copy_buffer, copy_rows  # COPY text from annotator.bulk, the one encoder
 
-        frame = pd.DataFrame(
-            {
-                "run": data[:, 0].astype(np.int64),
-                "direction": direction,
-                "query": data[:, 1].astype(np.int64),
-                "target": data[:, 2].astype(np.int64),
-                "rank": data[:, 3].astype(np.int64),
-                "score": data[:, 4],
-            }
-        )
-        buffer = io.StringIO(frame.to_csv(sep="\t", header=False, index=False, float_format="%.6f"))
-        with connection.cursor() as cursor:
-            cursor.cursor.copy_expert(
-                f"COPY {Candidate._meta.db_table} (run_id, direction, query_id, target_id, rank, score) FROM STDIN",
-                buffer,
+        columns = data[:, 1].astype(np.int64), data[:, 2].astype(np.int64), data[:, 3].astype(np.int64), data[:, 4]
+        for run_id in np.unique(data[:, 0]).astype(np.int64).tolist():
+            rows = data[:, 0] == run_id
+            queries, targets, ranks, scores = (column[rows] for column in columns)
+            copy_rows(
+                copy_buffer(
+                    run_id=run_id, direction=direction, queries=queries, targets=targets, ranks=ranks, scores=scores
+                )
             )
     else:
         Candidate.objects.bulk_create(

@@ -246,7 +246,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
 }
 
-# Quality control (issue 6, docs/quality.md): the automatic soft block and the auto-approval beat.
+# Quality control (docs/quality.md): the automatic soft block and the auto-approval beat.
 QUALITY_SOFT_BLOCK_MIN_GOLD = env.int("QUALITY_SOFT_BLOCK_MIN_GOLD", default=6)
 QUALITY_SOFT_BLOCK_GOLD_ACCURACY = env.float("QUALITY_SOFT_BLOCK_GOLD_ACCURACY", default=0.8)
 QUALITY_SOFT_BLOCK_MIN_DECIDED = env.int("QUALITY_SOFT_BLOCK_MIN_DECIDED", default=10)
@@ -279,7 +279,7 @@ CELERY_BEAT_SCHEDULE["quality-aggregate"] = {
     "schedule": env.float("QUALITY_AGGREGATE_EVERY_SECONDS", default=900.0),
 }
 
-# Crowd workers (issue 5, docs/workers.md): sign-up invite code (empty = open) and the lease-expiry beat.
+# Crowd workers (docs/workers.md): sign-up invite code (empty = open) and the lease-expiry beat.
 # Where the Django admin lives: a path prefix such as "staff-7f3c/", or empty for no admin at all. The
 # embedded default keeps "admin/"; production (config.settings_production) has none unless one is set.
 # Admin log-ins go through django-axes like every other log-in.

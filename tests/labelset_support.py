@@ -1,6 +1,6 @@
 """Real label data for the label-set tests: the graphs shipped in the PyPI package eccv-caption==0.1.0 (ECCV
 Caption, CxC and the original COCO pairs of the COCO 5K test split, as ids) and the released CxC SITS test
-ratings (fixtures/cxc/sits_test.csv.gz, the file of /work/shared/data/cxc/ unchanged).
+ratings (fixtures/cxc/sits_test.csv.gz, the released file unchanged).
 
 The package ships ids, not pictures: the dataset built here has the real COCO image and caption ids with
 placeholder files and texts, which is all label sets, evaluation and the analyses look at.

@@ -1,4 +1,4 @@
-"""Small datasets for the ranking tests (issue 3): images with captions on distinct themes."""
+"""Small datasets for the ranking tests: images with captions on distinct themes."""
 
 from annotator import models
 from tests import factories

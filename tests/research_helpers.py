@@ -1,4 +1,4 @@
-"""A small campaign with known labels, shared by the research-area tests (issue 7)."""
+"""A small campaign with known labels, shared by the research-area tests."""
 
 from django.utils import timezone
 

@@ -217,10 +217,3 @@ class CiderCorpus:
                 scores += (x[:, sparse_rows] @ z_sparse).toarray()
                 out[block] = scores
         return out.T
-
-
-def cider_matrix(
-    references: Sequence[Sequence[str]], candidates: Sequence[str], *, images: Iterable[int] | None = None
-) -> np.ndarray:
-    """CIDEr-D of every candidate against every image's references (tf-idf from these references)."""
-    return CiderCorpus(references).matrix(candidates, images=images)

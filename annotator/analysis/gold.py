@@ -1,6 +1,6 @@
 """Pure rules for judging one answer against a gold item, and for spotting careless work.
 
-ECCV Caption (seeds/000, Sec. 3.2): a gold positive is answered right with "100% YES" or "Partially YES";
+ECCV Caption (Chun et al., ECCV 2022, Sec. 3.2): a gold positive is answered right with "100% YES" or "Partially YES";
 a gold negative with "100% NO" or "Mostly NO". The strict option accepts only the extremes. For the
 Crisscrossed Captions 0-5 similarity scale a gold positive must score >= threshold, a negative < threshold.
 """

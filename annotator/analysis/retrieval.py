@@ -52,19 +52,6 @@ def recall_names(ks: Sequence[int] = RECALL_KS) -> list[str]:
     return [f"r{k}" for k in ks] + [f"ir_r{k}" for k in ks]
 
 
-def target_metric_names(ks: Sequence[int] = RECALL_KS) -> list[str]:
-    """The metrics `judged_table` reports, in display order."""
-    return [
-        *recall_names(ks),
-        "r_precision",
-        "map_at_r",
-        "graded_r1",
-        "graded_r_precision",
-        "median_rank",
-        "mean_rank",
-    ]
-
-
 @dataclass
 class QueryTable:
     """Per-query values of one direction: rows are queries, columns metrics (NaN: undefined for the query)."""

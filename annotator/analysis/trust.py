@@ -112,8 +112,3 @@ def is_trusted(trust: Trust, policy: TrustPolicy) -> bool:
         trust.gold_total >= policy.trusted_min_gold
         and spammer_posterior(trust.gold_correct, trust.gold_total, policy) <= policy.trusted_max_posterior
     )
-
-
-def gold_weight(correct: int, total: int, prior_correct: float = 1.0, prior_total: float = 2.0) -> float:
-    """A worker's vote weight from gold accuracy: the Beta(1, 1) posterior mean, so no evidence = 0.5."""
-    return (correct + prior_correct) / (total + prior_total)

@@ -70,6 +70,7 @@ class RankingRun(models.Model):
     device = models.CharField(max_length=32, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True)  # when a retry queued it again (annotator/jobs.py)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -49,6 +49,7 @@ class ExportJob(models.Model):
     size_bytes = models.PositiveBigIntegerField(default=0)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True)  # when a retry queued it again (annotator/jobs.py)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -6,15 +6,14 @@ queued too long or running too long. The thresholds belong to the services that 
 in as a StaleTimes (services.operations.sweep.stale_times()). A requester sees their own; staff see all.
 """
 
-import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from django.db.models import Count, Min, Q, QuerySet
-from django.urls import reverse
 from django.utils import timezone
 
 from annotator.access import is_operator
+from annotator.jobs import job_kind, job_last_alive
 from annotator.models import (
     Assignment,
     AssignmentStatus,
@@ -30,7 +29,6 @@ from annotator.models import (
     SweepRequeue,
     SweepRun,
 )
-from annotator.selectors.ranking import ranking_run_last_alive
 
 SCORED_STATUSES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 QUEUE_OF = {"scoring": "default", "import": "default", "build": "default", "export": "default", "ranking": "gpu"}
@@ -76,19 +74,20 @@ def ranking_runs_late(*, stale: StaleTimes, now=None, queryset=None) -> list[Ran
     """Runs queued longer than stale.queued_jobs, and running runs silent for stale.silent_runs."""
     now = now or timezone.now()
     queryset = RankingRun.objects.all() if queryset is None else queryset
-    candidates = queryset.filter(
-        Q(status=RunStatus.QUEUED, created_at__lte=now - stale.queued_jobs) | Q(status=RunStatus.RUNNING)
-    ).order_by("pk")
-    silent_since = time.time() - stale.silent_runs.total_seconds()
+    candidates = queryset.filter(status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).order_by("pk")
     return [
-        run for run in candidates if run.status == RunStatus.QUEUED or ranking_run_last_alive(run=run) <= silent_since
+        run
+        for run in candidates
+        if (job_last_alive(run) or run.created_at)
+        <= now - (stale.queued_jobs if run.status == RunStatus.QUEUED else stale.silent_runs)
     ]
 
 
 def exports_late(*, stale: StaleTimes, now=None) -> QuerySet[ExportJob]:
     now = now or timezone.now()
     return ExportJob.objects.filter(
-        Q(status=ExportStatus.QUEUED, created_at__lte=now - stale.queued_jobs)
+        Q(status=ExportStatus.QUEUED, queued_at__isnull=True, created_at__lte=now - stale.queued_jobs)
+        | Q(status=ExportStatus.QUEUED, queued_at__lte=now - stale.queued_jobs)
         | Q(status=ExportStatus.RUNNING, started_at__lte=now - stale.running_exports)
     ).order_by("pk")
 
@@ -120,76 +119,52 @@ def late_unscored_by_campaign(*, user, stale: StaleTimes, now=None, campaign=Non
     ]
 
 
+def _late_rows(requeue_kind: str, jobs: list, what) -> list[dict]:
+    marks = _requeues(requeue_kind, [job.pk for job in jobs])
+    return [
+        {
+            "kind": job_kind(job).name,
+            "what": what(job),
+            "url": job_kind(job).page(job),
+            "since": job_last_alive(job),
+            "state": job.status,
+            "requeue": marks.get(job.pk),
+        }
+        for job in jobs
+    ]
+
+
 def late_jobs(*, user, stale: StaleTimes, now=None) -> list[dict]:
     """Imports, builds, ranking runs and exports that show no progress for their stale time, oldest first."""
     now = now or timezone.now()
     everyone = _sees_all(user)
-    jobs = []
-
     imports = imports_stalled(stale=stale, now=now)
-    imports = list(imports if everyone else imports.filter(owner=user))
-    marks = _requeues(RequeueKind.IMPORT, [d.pk for d in imports])
-    for dataset in imports:
-        jobs.append(
-            {
-                "kind": "import",
-                "what": f"Import of dataset {dataset.name}",
-                "url": reverse("dataset-detail", args=[dataset.pk]),
-                "since": dataset.updated_at,
-                "state": (dataset.report or {}).get("phase", "importing"),
-                "requeue": marks.get(dataset.pk),
-            }
-        )
-
     builds = builds_stalled(stale=stale, now=now)
-    builds = list(builds if everyone else builds.filter(owner=user))
-    marks = _requeues(RequeueKind.BUILD, [c.pk for c in builds])
-    for campaign in builds:
-        jobs.append(
-            {
-                "kind": "build",
-                "what": f"Build of campaign {campaign.name}",
-                "url": reverse("campaign-detail", args=[campaign.pk]),
-                "since": campaign.build_requested_at,
-                "state": "building",
-                "requeue": marks.get(campaign.pk),
-            }
-        )
-
     runs = RankingRun.objects.select_related("annotator", "dataset")
-    runs = ranking_runs_late(
-        stale=stale, now=now, queryset=runs if everyone else runs.filter(Q(created_by=user) | Q(dataset__owner=user))
-    )
-    marks = _requeues(RequeueKind.RANKING, [r.pk for r in runs])
-    for run in runs:
-        since = run.created_at
-        if run.status == RunStatus.RUNNING:
-            since = datetime.fromtimestamp(ranking_run_last_alive(run=run), tz=UTC)
-        jobs.append(
-            {
-                "kind": "ranking",
-                "what": f"Ranking run {run.pk}: {run.annotator.name} on {run.dataset.name}",
-                "url": reverse("ranking-run", args=[run.pk]),
-                "since": since,
-                "state": run.status,
-                "requeue": marks.get(run.pk),
-            }
-        )
-
+    runs = runs if everyone else runs.filter(Q(created_by=user) | Q(dataset__owner=user))
     exports = exports_late(stale=stale, now=now).select_related("campaign")
-    exports = list(exports if everyone else exports.filter(Q(created_by=user) | Q(campaign__owner=user)))
-    marks = _requeues(RequeueKind.EXPORT, [e.pk for e in exports])
-    for job in exports:
-        jobs.append(
-            {
-                "kind": "export",
-                "what": f"Export {job.pk} ({job.format}) of campaign {job.campaign.name}",
-                "url": reverse("campaign-detail", args=[job.campaign_id]),
-                "since": job.started_at if job.status == ExportStatus.RUNNING else job.created_at,
-                "state": job.status,
-                "requeue": marks.get(job.pk),
-            }
-        )
+    jobs = [
+        *_late_rows(
+            RequeueKind.IMPORT,
+            list(imports if everyone else imports.filter(owner=user)),
+            lambda dataset: f"Import of dataset {dataset.name}",
+        ),
+        *_late_rows(
+            RequeueKind.BUILD,
+            list(builds if everyone else builds.filter(owner=user)),
+            lambda campaign: f"Build of campaign {campaign.name}",
+        ),
+        *_late_rows(
+            RequeueKind.RANKING,
+            ranking_runs_late(stale=stale, now=now, queryset=runs),
+            lambda run: f"Ranking run {run.pk}: {run.annotator.name} on {run.dataset.name}",
+        ),
+        *_late_rows(
+            RequeueKind.EXPORT,
+            list(exports if everyone else exports.filter(Q(created_by=user) | Q(campaign__owner=user))),
+            lambda job: f"Export {job.pk} ({job.format}) of campaign {job.campaign.name}",
+        ),
+    ]
     return sorted(jobs, key=lambda job: job["since"] or now)
 
 

@@ -17,7 +17,7 @@ from collections import defaultdict
 import numpy as np
 from django.db.models import Q
 
-from annotator.analysis.posterior import PosteriorFit, PosteriorPrior, WorkerEvidence, fit_posterior, worker_evidence
+from annotator.analysis.posterior import PosteriorFit, PosteriorPrior, fit_posterior
 from annotator.models import Answer, AssignmentStatus, Campaign, HitItem, ItemRole, PairSource, Scale
 
 GOLD_TRUTH = {ItemRole.GOLD_POSITIVE: True, ItemRole.GOLD_NEGATIVE: False}
@@ -106,19 +106,3 @@ def campaign_posterior(*, campaign: Campaign, approved_only: bool, prior: Poster
         features=features,
         prior=prior or PosteriorPrior(),
     )
-
-
-def assignment_evidence(*, fit: PosteriorFit, assignment, below: float) -> tuple[WorkerEvidence, WorkerEvidence]:
-    """How the assignment's candidate answers, and all the worker's candidate answers in the campaign,
-    compare with the rest of the crowd (leave-one-out; see annotator.analysis.posterior.worker_evidence)."""
-    own_pairs = set(
-        HitItem.objects.filter(hit_id=assignment.hit_id, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
-    )
-    candidates = set(
-        HitItem.objects.filter(hit__campaign_id=assignment.hit.campaign_id, role=ItemRole.CANDIDATE).values_list(
-            "pair_id", flat=True
-        )
-    )
-    this = worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=own_pairs, below=below)
-    overall = worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=candidates, below=below)
-    return this, overall

@@ -7,17 +7,6 @@ from django.db.models import QuerySet
 from annotator.analysis.diversity import diversity_matrices
 from annotator.models import Candidate, Caption, Dataset, Direction, Image, MachineAnnotator, RankingRun, RunStatus
 
-# A running run commits a unit (an embedding shard, a top-K chunk) every few minutes at most; one silent for
-# this long has lost its worker, and another task may take it over (the sweep queues one).
-RUN_STALE_AFTER_SECONDS = 30 * 60
-
-
-def ranking_run_last_alive(*, run: RankingRun) -> float:
-    """When the run last showed progress (epoch seconds): its heartbeat, its resume, or its start."""
-    progress = run.progress or {}
-    started = run.started_at.timestamp() if run.started_at else 0.0
-    return max(float(progress.get("beat_at") or 0), float(progress.get("resumed_at") or 0), started)
-
 
 def ranking_run_progress(*, run: RankingRun, now: float | None = None) -> dict:
     """Status, percent done, and an ETA from the rate of this execution (not counting resumed work)."""

@@ -12,6 +12,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotator.errors import ApplicationError
+from annotator.jobs import job_stalled, job_view
 from annotator.models import Campaign, CampaignStatus, Dataset, DatasetStatus, RankingRun, Role
 from annotator.scales import campaign_scale
 from annotator.selectors.campaigns import (
@@ -22,7 +23,7 @@ from annotator.selectors.campaigns import (
 )
 from annotator.selectors.gold_exposure import gold_exposure_summary, qualification_pool_summary
 from annotator.selectors.operations import late_unscored_by_campaign
-from annotator.services.campaigns.build import campaign_add_run, campaign_build_request, campaign_build_stalled
+from annotator.services.campaigns.build import campaign_add_run, campaign_build_request
 from annotator.services.campaigns.lifecycle import (
     campaign_create,
     campaign_finish,
@@ -225,10 +226,11 @@ def campaign_detail(request, campaign_id: int):
             )
             for i, name in enumerate(overlap["names"])
         ]
-    stalled = campaign_build_stalled(campaign=campaign)
+    stalled = job_stalled(campaign)
     context = {
         "campaign": campaign,
         "stalled": stalled,
+        "job": job_view(campaign),
         "late_scores": late_unscored_by_campaign(user=request.user, stale=stale_times(), campaign=campaign),
         "stats": stats,
         "runs": runs,

@@ -9,6 +9,7 @@ from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.errors import ApplicationError
+from annotator.jobs import job_stalled, job_view
 from annotator.models import Role
 from annotator.selectors.datasets import (
     dataset_get_visible,
@@ -16,7 +17,7 @@ from annotator.selectors.datasets import (
     dataset_list_visible,
     dataset_progress,
 )
-from annotator.services.importing.uploads import dataset_import_retry, dataset_import_stalled, dataset_upload
+from annotator.services.importing.uploads import dataset_import_retry, dataset_upload
 from annotator.views.access import role_required
 
 IMAGES_PER_PAGE = 24
@@ -123,7 +124,8 @@ def dataset_detail(request, dataset_id: int):
             "progress": dataset_progress(dataset=dataset),
             "page": page,
             "report": report,
-            "stalled": dataset_import_stalled(dataset=dataset),
+            "stalled": job_stalled(dataset),
+            "job": job_view(dataset),
             "errors": report.get("errors", [])[:200],
             "duplicates": report.get("duplicates", [])[:50],
         },

@@ -6,7 +6,6 @@ datasets, a researcher's shared ones); starting, cancelling and retrying are for
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -14,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotator.access import can_manage_dataset, datasets_visible_to, runs_visible_to
 from annotator.errors import ApplicationError
+from annotator.jobs import job_view
 from annotator.models import AnnotatorKind, Dataset, Direction, MachineAnnotator, Role
 from annotator.selectors.ranking import (
     annotator_diversity,
@@ -23,7 +23,7 @@ from annotator.selectors.ranking import (
     ranking_run_progress,
 )
 from annotator.services.ranking.annotators import RANKABLE_KINDS, annotator_register
-from annotator.services.ranking.runs import ranking_run_cancel, ranking_run_retry, ranking_run_start
+from annotator.services.ranking.runs import ranking_run_cancel, ranking_run_start
 from annotator.views.access import role_required
 
 READERS = (Role.REQUESTER, Role.RESEARCHER)
@@ -42,7 +42,7 @@ def ranking_panel_context(*, request, dataset: Dataset) -> dict:
     registered_names = {a.name for a in registered}
     return {
         "dataset": dataset,
-        "runs": [(run, ranking_run_progress(run=run)) for run in runs],
+        "runs": [(run, ranking_run_progress(run=run), job_view(run)) for run in runs],
         "annotators": registered,
         "built_in": [kind for kind in BUILT_IN if kind.value not in registered_names],
         "kinds": [(kind.value, kind.label) for kind in AnnotatorKind if kind in RANKABLE_KINDS],
@@ -120,19 +120,13 @@ def run_detail(request, run_id: int):
     context = {
         "run": run,
         "progress": ranking_run_progress(run=run),
+        "job": job_view(run),
         "may_manage": can_manage_dataset(request.user, run.dataset),
         "direction": direction,
         "query": query,
         "candidates": candidates_for_query(run=run, direction=direction, query_id=query.pk) if query else [],
     }
     return render(request, "ranking/run.html", context)
-
-
-@require_GET
-@role_required(*READERS)
-def run_progress(request, run_id: int):
-    run = get_object_or_404(runs_visible_to(request.user).select_related("annotator", "dataset"), pk=run_id)
-    return JsonResponse(ranking_run_progress(run=run))
 
 
 @require_POST
@@ -145,22 +139,10 @@ def run_cancel(request, run_id: int):
     return _back(request, f"/ranking/runs/{run.pk}/")
 
 
-@require_POST
-@role_required(Role.REQUESTER)
-def run_retry(request, run_id: int):
-    run = get_object_or_404(runs_visible_to(request.user).select_related("dataset"), pk=run_id)
-    _require_manage(request.user, run.dataset)
-    ranking_run_retry(run=run)
-    messages.success(request, f"Run {run.pk} is queued again.")
-    return _back(request, f"/ranking/runs/{run.pk}/")
-
-
 urlpatterns = [
     path("datasets/<int:dataset_id>/ranking/", dataset_ranking, name="dataset-ranking"),
     path("datasets/<int:dataset_id>/rank/", ranking_start, name="ranking-start"),
     path("ranking/annotators/", annotator_create, name="annotator-register"),
     path("ranking/runs/<int:run_id>/", run_detail, name="ranking-run"),
-    path("ranking/runs/<int:run_id>/progress.json", run_progress, name="ranking-run-progress"),
     path("ranking/runs/<int:run_id>/cancel/", run_cancel, name="ranking-run-cancel"),
-    path("ranking/runs/<int:run_id>/retry/", run_retry, name="ranking-run-retry"),
 ]

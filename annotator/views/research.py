@@ -9,6 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.access import campaigns_visible_to, evaluations_visible_to, exports_visible_to
 from annotator.errors import ApplicationError
+from annotator.jobs import job_view
 from annotator.models import AggregationMethod, ExportFormat, ExportStatus, ExportVariant, RankingRun, Role, RunStatus
 from annotator.selectors.research import (
     campaign_get_readable,
@@ -64,8 +65,7 @@ def research_campaign(request, campaign_id: int):
     context = {
         "campaign": campaign,
         "counts": label_counts(campaign=campaign),
-        "exports": exports,
-        "pending": any(job.status in (ExportStatus.QUEUED, ExportStatus.RUNNING) for job in exports),
+        "exports": [(job, job_view(job)) for job in exports],
         "evaluation_rows": rows,
         "metric_columns": METRIC_COLUMNS,
         "formats": ExportFormat.choices,

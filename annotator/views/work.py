@@ -51,9 +51,9 @@ SESSION_MTURK_SUBMIT_TO = "mturk_submit_to"
 SESSION_MTURK_VERIFIED = "mturk_verified"  # "assignmentId|workerId|hitId" of arrivals MTurk confirmed
 SESSION_MTURK_VERIFIED_KEEP = 20
 
-# Short labels along the slider, as in the Crisscrossed Captions interfaces (seeds/003, Figures 4-6); the full
-# wording of each point (its Table 2) comes from annotator/scales.py and is shown in the instructions and as a
-# tooltip. No number is shown.
+# Short labels along the slider, as in the Crisscrossed Captions interfaces (Parekh et al., EACL 2021,
+# Figures 4-6); the full wording of each point (its Table 2) comes from annotator/scales.py and is shown in
+# the instructions and as a tooltip. No number is shown.
 SLIDER_LABELS = {
     "image_caption": [
         "Completely unmatched",
@@ -280,24 +280,26 @@ def work_qualification(request, campaign_id: int):
 def _scale_context(campaign: Campaign) -> dict:
     return {
         "similarity": campaign.scale == Scale.SIMILARITY,
-        "followups": campaign.rationale_followups and campaign.scale == Scale.FOUR_CHOICE,
+        "followups": scales.hit_rules(campaign=campaign)["followups"],
         "choices": [
             {"value": value, "label": label, "key": number}
             for number, (value, label) in enumerate(Choice.choices, start=1)
         ],
         "shortcomings": [{"value": value, "label": label} for value, label in Shortcoming.choices],
         "aspects": [{"value": value, "label": label} for value, label in WrongAspect.choices],
-        "needs_reasons": ["partially_yes", "mostly_no"],
     }
 
 
 def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: str) -> dict:
     scale = _scale_context(campaign)
+    rules = scales.hit_rules(campaign=campaign)
     rows = []
     for item in items:
         saved = answers.get(item["token"], {})
         picked_reasons, picked_aspects = saved.get("shortcomings") or [], saved.get("wrong_aspects") or []
-        needs_reasons = saved.get("choice") in scale["needs_reasons"]
+        needs_reasons, needs_aspects = scales.answer_followups(
+            rules=rules, choice=saved.get("choice") or "", shortcomings=picked_reasons
+        )
         # What is checked and shown is worked out here once: the template only prints it (the page has
         # 18 items x up to 18 inputs, and template lookups are the page's main cost).
         # Numbers go to the template as strings: an int is localized on every {{ }} (about 250 a page).
@@ -312,7 +314,7 @@ def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: 
                 "reason_rows": [(r["value"], r["label"], r["value"] in picked_reasons) for r in scale["shortcomings"]],
                 "aspect_rows": [(a["value"], a["label"], a["value"] in picked_aspects) for a in scale["aspects"]],
                 "reasons_hidden": not needs_reasons,
-                "aspects_hidden": not (needs_reasons and "wrong_way" in picked_reasons),
+                "aspects_hidden": not needs_aspects,
             }
         )
     return {
@@ -321,6 +323,7 @@ def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: 
         "mode": mode,
         "wording": similarity_wording(items[0]["kind"] if items else "image_caption"),
         "total": len(rows),
+        "hit_rules": rules,
         **_scale_context(campaign),
     }
 
@@ -340,8 +343,6 @@ def work_hit(request, assignment_id: int):
         page_data={
             "answerUrl": reverse("work_answer", args=[assignment.pk]),
             "submitUrl": reverse("work_submit", args=[assignment.pk]),
-            "scale": campaign.scale,
-            "followups": context["followups"],
             "expiresAt": assignment.expires_at.isoformat(),
             "answers": answers,
             "editable": editable,

@@ -1,5 +1,7 @@
 // The HIT page: keyboard answering, follow-ups, autosave, progress, time per item, submit.
-// No build step, no library. The server re-checks everything this file checks.
+// No build step, no library. The server re-checks everything this file checks. Which answers need
+// follow-ups and what is missing are the server's rules (annotator/scales.py, hit_rules), read from the
+// "hit-rules" JSON on the page: this file applies them and has none of its own.
 (function () {
   "use strict";
 
@@ -25,8 +27,9 @@
   if (!dataNode || !form) return; // preview or read-only
   const data = JSON.parse(dataNode.textContent);
   if (!data.editable) return;
+  const rules = JSON.parse(document.getElementById("hit-rules").textContent);
 
-  const similarity = data.scale === "similarity";
+  const similarity = rules.scale === "similarity";
   const items = Array.prototype.slice.call(form.querySelectorAll(".item"));
   const csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
   const submitButton = document.getElementById("submit-hit");
@@ -34,7 +37,6 @@
   const saveNode = document.getElementById("save-state");
   const doneNode = document.getElementById("done-count");
   const bar = document.getElementById("progress-bar");
-  const NEEDS_REASONS = ["partially_yes", "mostly_no"];
   const firstAnchors = form.querySelector(".anchors");
   const WORDS = firstAnchors ? Array.prototype.map.call(firstAnchors.querySelectorAll("li"), function (li) { return li.textContent; }) : [];
   let current = 0;
@@ -66,14 +68,19 @@
     }
     return result;
   }
+  // annotator/scales.py answer_followups: [asks why, asks what is wrong].
+  function followups(choice, shortcomings) {
+    const reasons = rules.needsReasons.indexOf(choice) >= 0;
+    return [reasons, reasons && shortcomings.indexOf(rules.wrongWay) >= 0];
+  }
+  // annotator/scales.py answer_missing_part.
   function missing(item) {
     const s = state(item);
-    if (similarity) return s.score === null ? "a rating" : null;
-    if (!s.choice) return "an answer";
-    if (data.followups && NEEDS_REASONS.indexOf(s.choice) >= 0) {
-      if (!s.shortcomings.length) return "a reason";
-      if (s.shortcomings.indexOf("wrong_way") >= 0 && !s.wrong_aspects.length) return "what is wrong";
-    }
+    if (similarity) return s.score === null ? rules.missing.score : null;
+    if (!s.choice) return rules.missing.answer;
+    const needs = followups(s.choice, s.shortcomings);
+    if (needs[0] && !s.shortcomings.length) return rules.missing.reason;
+    if (needs[1] && !s.wrong_aspects.length) return rules.missing.aspects;
     return null;
   }
 
@@ -91,10 +98,11 @@
     return node;
   }
   function updateFollowups(item) {
-    if (similarity || !data.followups) return;
+    if (similarity || !rules.followups) return;
     const s = state(item);
-    const needsReasons = NEEDS_REASONS.indexOf(s.choice) >= 0;
-    const needsAspects = needsReasons && s.shortcomings.indexOf("wrong_way") >= 0;
+    const needs = followups(s.choice, s.shortcomings);
+    const needsReasons = needs[0];
+    const needsAspects = needs[1];
     const reasons = followupFieldset(item, "reasons", needsReasons);
     if (reasons) reasons.hidden = !needsReasons;
     const aspects = followupFieldset(item, "aspects", needsAspects);
@@ -257,7 +265,7 @@
     if (!radio) return;
     radio.checked = true;
     answered(item);
-    if (data.followups && NEEDS_REASONS.indexOf(radio.value) >= 0) {
+    if (followups(radio.value, [])[0]) {
       item.querySelector(".reasons input[type=checkbox]").focus();
     } else {
       radio.focus();

@@ -1,4 +1,4 @@
-"""The MTurk client: publish as ExternalQuestion, approve, reject (botocore Stubber, no AWS) (issue 5)."""
+"""The MTurk client: publish as ExternalQuestion, approve, reject (botocore Stubber, no AWS)."""
 
 import boto3
 import pytest

@@ -1,6 +1,6 @@
 """The first tasks enqueued at the same moment by several threads of a fresh web process all find their task.
 
-Found by bench/hit_serving.py (issue 5): gunicorn's threads importing workers.tasks at once saw it half
+Found by bench/hit_serving.py: gunicorn's threads importing workers.tasks at once saw it half
 imported (NotRegistered -> a 500 on the first submits after a start). The task modules are imported by one
 thread while the others wait.
 """

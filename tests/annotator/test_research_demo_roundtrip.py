@@ -1,4 +1,4 @@
-"""The demo campaign's labels, exported as ECCV JSON, round-trip (issue 7 "done when").
+"""The demo campaign's labels, exported as ECCV JSON, round-trip: a researcher gets back what the demo labelled.
 
 The demo set is imported and ranked (tfidf_pivot, in-process), the demo campaign is built, every HIT gets
 an approved assignment whose answers follow a fixed rule, and `labels_aggregate` makes the labels. The

@@ -1,4 +1,4 @@
-"""Every endpoint for every role, allowed and refused (issue 7).
+"""Every endpoint for every role, allowed and refused.
 
 Roles: anonymous, the requester who owns the campaign, another requester, the researcher it is shared with,
 another researcher, and a worker with an assignment on it. Out-of-scope objects are 404s, wrong roles 403s.

@@ -1,4 +1,4 @@
-"""Labels, exports and evaluations through the API: scoping, filters, downloads, numbers (issue 7)."""
+"""Labels, exports and evaluations through the API: scoping, filters, downloads, numbers."""
 
 import io
 import json

@@ -34,7 +34,7 @@ def test_requester_ranks_a_dataset_and_reads_candidates(browser, live_server):
     page.wait_for_url("**/ranking/runs/*/")
     run = models.RankingRun.objects.get(dataset=dataset)
     assert run.status == models.RunStatus.SUCCEEDED  # eager Celery here: it ran within the request
-    assert "Succeeded" in page.locator(".run-status").inner_text()
+    assert "Done (Succeeded)" in page.locator(".job-progress").inner_text()  # the job widget
     # The first caption's candidates are listed; the dog caption's best image is the dog picture.
     first = page.locator("table").last.locator("tbody tr").first
     assert "image img0" in first.inner_text()

@@ -8,6 +8,8 @@ import pytest
 
 import config.urls
 from annotator.models import Answer, Assignment, AssignmentStatus, QualificationAttempt, QualificationItem
+from annotator.scales import MISSING
+from annotator.services.hits.answers import assignment_missing
 from tests.e2e.support import ARTIFACTS, screenshot, wait_until
 from tests.factories import live_campaign_with_hits
 
@@ -104,7 +106,16 @@ def test_new_worker_end_to_end(live_server, browser, media_served):
     shot(page, "06-hit-after-reload")
     seventh.screenshot(path=str(ARTIFACTS / "worker-06b-item-with-followups.png"))
 
-    for number in range(10, total + 1):
+    # The page and the server apply the same HIT rules (annotator/scales.py): "Partially YES" without a
+    # reason is missing the same thing on both.
+    page.keyboard.press("2")
+    wait_until(page, "document.getElementById('save-state').textContent === 'All answers saved.'")
+    server = {row["item"]: row["missing"] for row in assignment_missing(assignment=assignment)}
+    assert server[10] == MISSING["reason"]
+    assert f"item 10: {MISSING['reason']}" in page.locator("#missing").inner_text()
+    page.keyboard.press("Space")
+    page.keyboard.press("Enter")
+    for number in range(11, total + 1):
         answer_item(page, number)
     assert page.locator("#progress-text").inner_text() == "18 / 18 answered"
     assert not page.locator("#submit-hit").is_disabled()

@@ -141,17 +141,17 @@ def test_a_lost_build_can_be_queued_again_once_it_stalled(draft, django_capture_
     from django.utils import timezone
 
     from annotator.errors import ApplicationError
-    from annotator.services.campaigns.build import BUILD_STALE_AFTER, campaign_build_stalled
+    from annotator.jobs import BUILD_STALE_AFTER, job_stalled
 
     campaign = _queue(draft, django_capture_on_commit_callbacks)  # queued, and its task never runs
-    assert not campaign_build_stalled(campaign=campaign)
+    assert not job_stalled(campaign)
     with pytest.raises(ApplicationError, match="being built already") as refused:
         campaign_build_request(campaign=campaign)
     assert refused.value.status == 409
     long_ago = timezone.now() - BUILD_STALE_AFTER - timezone.timedelta(seconds=1)
     Campaign.objects.filter(pk=campaign.pk).update(build_requested_at=long_ago)
     campaign.refresh_from_db()
-    assert campaign_build_stalled(campaign=campaign)
+    assert job_stalled(campaign)
     with django_capture_on_commit_callbacks(execute=True) as queued:
         again = campaign_build_request(campaign=campaign)
     assert len(queued) == 1 and again.build_requested_at > long_ago

@@ -23,9 +23,9 @@ from django.db import transaction
 from django.utils import timezone
 from PIL import Image as PILImage
 
+from annotator.jobs import job_stalled
 from annotator.models import RUN_TRANSITIONS, Candidate, Caption, Direction, Image, RankingRun, RunStatus
 from annotator.models.state import check_transition
-from annotator.selectors.ranking import RUN_STALE_AFTER_SECONDS, ranking_run_last_alive
 from workers.ranking.annotators import Annotator, load_annotator, resolve_device
 from workers.ranking.cache import EmbeddingCache, concat, content_version
 from workers.ranking.store import candidates_write
@@ -364,7 +364,7 @@ def run_claim(run_id: int, *, device: str, task_id: str | None = None) -> Rankin
     Locks the run row; a finished, failed or cancelled run is left as it is (the task is idempotent). A
     running run belongs to the task that claimed it (`task_id`, kept in progress): a redelivery of that same
     task resumes it, another task (a duplicate the sweep queued while the message was only late) does
-    nothing unless the run has been silent for RUN_STALE_AFTER_SECONDS; then it takes the run over and the
+    nothing unless the run stalled (annotator.jobs.job_stalled); then it takes the run over and the
     old task, if it still lives, stops at its next unit. In-process calls (task_id None) always resume.
     """
     with transaction.atomic():
@@ -376,7 +376,7 @@ def run_claim(run_id: int, *, device: str, task_id: str | None = None) -> Rankin
             run.status == RunStatus.RUNNING
             and task_id is not None
             and owner not in (None, task_id)
-            and time.time() - ranking_run_last_alive(run=run) < RUN_STALE_AFTER_SECONDS
+            and not job_stalled(run)
         ):
             return None
         if task_id is not None:

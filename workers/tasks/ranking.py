@@ -4,20 +4,12 @@ The pipeline (and torch) is imported inside the task, so the web process, which 
 enqueue by name, never loads torch.
 """
 
-from celery import shared_task
+from workers.tasks.jobs import job_task
 
 
-@shared_task(
-    bind=True,
-    name="workers.tasks.ranking.ranking_run_task",
-    # Idempotent and resumable: a run killed mid-way is redelivered and resumes from its last committed chunk.
-    acks_late=True,
-    reject_on_worker_lost=True,
-    time_limit=12 * 3600,
-    soft_time_limit=12 * 3600 - 120,
-    autoretry_for=(ConnectionError, TimeoutError),
-    retry_backoff=True,
-    max_retries=3,
+# Resumable: a run killed mid-way is redelivered and resumes from its last committed chunk.
+@job_task(
+    name="workers.tasks.ranking.ranking_run_task", hours=12, soft_margin_seconds=120, transient_retries=3, bind=True
 )
 def ranking_run_task(self, run_id: int) -> str:
     """Execute or resume RankingRun `run_id`; returns its final status (a finished run is left alone).

@@ -1,4 +1,4 @@
-"""Publish a live campaign's open HITs on Amazon Mechanical Turk as ExternalQuestions (issue 5)."""
+"""Publish a live campaign's open HITs on Amazon Mechanical Turk as ExternalQuestions."""
 
 from django.core.management.base import BaseCommand, CommandError
 

@@ -20,6 +20,7 @@ from annotator.analysis.pooling import (
     sample_queries,
 )
 from annotator.errors import ApplicationError
+from annotator.jobs import job_stalled
 from annotator.models import (
     CAMPAIGN_TRANSITIONS,
     Campaign,
@@ -70,19 +71,6 @@ def _build_up_to_date(campaign: Campaign, run_ids: list[int]) -> bool:
     )
 
 
-# A queued build that no worker holds after this long was lost (its worker died, or the task was dropped):
-# its requester may queue it again.
-BUILD_STALE_AFTER = timezone.timedelta(minutes=10)
-
-
-def campaign_build_stalled(*, campaign: Campaign, now=None) -> bool:
-    """Whether a `building` campaign has waited BUILD_STALE_AFTER since it was queued. Whether a worker is
-    building it right now is known only under the row lock (campaign_build_request checks that)."""
-    now = now or timezone.now()
-    requested = campaign.build_requested_at
-    return campaign.status == CampaignStatus.BUILDING and (requested is None or requested <= now - BUILD_STALE_AFTER)
-
-
 def _lock_unless_building(campaign: Campaign) -> Campaign:
     """The campaign's row lock, without waiting: a build under way holds that lock for as long as it runs, so
     a row that cannot be locked at once is one a worker is building (409)."""
@@ -100,8 +88,9 @@ def _lock_unless_building(campaign: Campaign) -> Campaign:
 def _build_check(campaign: Campaign) -> list[int]:
     """What a build can check cheaply before it starts: the state, the runs and the options. Returns the
     run ids. A campaign queued for building is a 409 of its own (the build is under way, not a wrong move),
-    unless it stalled (campaign_build_stalled): then it may be queued again."""
-    if campaign.status == CampaignStatus.BUILDING and not campaign_build_stalled(campaign=campaign):
+    unless it stalled (annotator.jobs.job_stalled): then it may be queued again. Whether a worker is building
+    it right now is known only under the row lock (campaign_build_request takes it)."""
+    if campaign.status == CampaignStatus.BUILDING and not job_stalled(campaign):
         raise ApplicationError("This campaign is being built already; wait for the build to finish.", status=409)
     if campaign.status not in (CampaignStatus.BUILT, CampaignStatus.BUILDING):
         check_transition(
@@ -209,7 +198,7 @@ def campaign_build_request(*, campaign: Campaign) -> Campaign:
     `workers.tasks.campaigns.campaign_build_task` after commit. The task builds it (campaign_build_run):
     `built`, or back to `draft` with the reason in build_error. Idempotent for a built campaign whose
     options and runs have not changed: returned unchanged, nothing queued. A build queued more than
-    BUILD_STALE_AFTER ago that no worker holds (its worker died, the task was lost) is queued again; a
+    annotator.jobs.BUILD_STALE_AFTER ago that no worker holds (its worker died, the task was lost) is queued again; a
     duplicate that arrives late does nothing (campaign_build_run). Returns the campaign as it is
     then (already built, or failed, when Celery runs eagerly, the embedded default).
     """

@@ -9,15 +9,14 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from datetime import timedelta
 
 from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
 
 from annotator.errors import ApplicationError
-from annotator.models import EXPORT_TRANSITIONS, Campaign, ExportFormat, ExportJob, ExportStatus, ExportVariant, Scale
-from annotator.models.state import check_transition
+from annotator.jobs import job_move, job_requeue, job_stalled
+from annotator.models import Campaign, ExportFormat, ExportJob, ExportStatus, ExportVariant, Scale
 from annotator.queue import enqueue_on_commit
 from annotator.selectors.research import label_method_resolve
 from annotator.services.exports.write import labels_write
@@ -26,8 +25,6 @@ from annotator.services.webhooks.delivery import webhook_emit
 logger = logging.getLogger(__name__)
 
 EXPORT_TASK = "workers.tasks.exports.export_run"
-# An export of a million labels takes about a minute (docs/research.md); one running this long lost its worker.
-EXPORT_STALE_AFTER = timedelta(minutes=30)
 FILE_SUFFIX = {
     ExportFormat.ECCV_JSON: "json",
     ExportFormat.ECCV_SPLIT: "zip",
@@ -79,25 +76,17 @@ def export_run(*, export_id: int) -> ExportJob:
     """Write the export's file to storage. Idempotent: a succeeded job is returned untouched.
 
     Takes SELECT ... FOR UPDATE on the ExportJob row only to move its status; the (long) write happens
-    outside that lock. A job running for less than EXPORT_STALE_AFTER is left to the task writing it (a
-    duplicate the sweep queued does nothing); one left running longer lost its worker, and a redelivered or
-    re-queued task starts the file again from scratch.
+    outside that lock. A running job that is not stalled (annotator.jobs.job_stalled) is left to the task
+    writing it (a duplicate the sweep queued does nothing); a stalled one lost its worker, and a redelivered
+    or re-queued task starts the file again from scratch.
     """
     with transaction.atomic():
         job = ExportJob.objects.select_for_update().get(pk=export_id)
         if job.status in (ExportStatus.SUCCEEDED, ExportStatus.FAILED):
             return job  # done, or failed for a reason a new export has to address
-        if (
-            job.status == ExportStatus.RUNNING
-            and job.started_at
-            and job.started_at > timezone.now() - EXPORT_STALE_AFTER
-        ):
+        if job.status == ExportStatus.RUNNING and not job_stalled(job):
             return job  # another task is writing it
-        check_transition(transitions=EXPORT_TRANSITIONS, current=job.status, target=ExportStatus.RUNNING, what="export")
-        job.status = ExportStatus.RUNNING
-        job.started_at = timezone.now()
-        job.error = ""
-        job.save(update_fields=["status", "started_at", "error"])
+        job_move(job, ExportStatus.RUNNING, started_at=timezone.now(), error="")
     try:
         with tempfile.TemporaryFile() as spool:
             rows = labels_write(
@@ -115,22 +104,30 @@ def export_run(*, export_id: int) -> ExportJob:
             job.file.save(name, File(spool), save=False)
     except Exception as error:  # recorded on the job for the person, logged for the operator
         logger.exception("Export %s failed", job.pk)
-        job.status = ExportStatus.FAILED
-        job.error = f"The export failed: {error}"[:2000]
-        job.finished_at = timezone.now()
-        job.save(update_fields=["status", "error", "finished_at"])
+        job_move(job, ExportStatus.FAILED, error=f"The export failed: {error}"[:2000], finished_at=timezone.now())
         return job
-    job.status = ExportStatus.SUCCEEDED
-    job.rows = rows
-    job.size_bytes = size
-    job.finished_at = timezone.now()
-    job.save(update_fields=["status", "rows", "size_bytes", "file", "finished_at"])
+    job_move(job, ExportStatus.SUCCEEDED, rows=rows, size_bytes=size, file=job.file, finished_at=timezone.now())
     webhook_emit(
         owner=Campaign.objects.get(pk=job.campaign_id).owner,
         event="export.ready",
         data={"export": job.pk, "campaign": job.campaign_id, "format": job.format, "rows": rows},
     )
     return job
+
+
+def export_retry(*, job: ExportJob) -> ExportJob:
+    """Queue a failed or stalled export again; its task writes the file from scratch.
+
+    Locks the ExportJob row. Idempotent: a queued or running export that is not stalled is returned as it
+    is, nothing enqueued. A succeeded export is a 409 (its file is there; a new one is a new export).
+    """
+    with transaction.atomic():
+        locked = ExportJob.objects.select_for_update().get(pk=job.pk)
+        if locked.status == ExportStatus.SUCCEEDED:
+            raise ApplicationError("This export is done; start a new one for fresh labels.", status=409)
+        job_requeue(locked, queued=ExportStatus.QUEUED, task=EXPORT_TASK)
+    locked.refresh_from_db()  # with eager Celery it has already run at commit
+    return locked
 
 
 def export_file_name(job: ExportJob) -> str:

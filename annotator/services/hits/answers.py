@@ -13,7 +13,6 @@ from django.utils import timezone
 
 from annotator.errors import ApplicationError
 from annotator.models import (
-    CHOICES_NEEDING_SHORTCOMINGS,
     Answer,
     Assignment,
     AssignmentStatus,
@@ -26,6 +25,7 @@ from annotator.models import (
     WrongAspect,
 )
 from annotator.queue import enqueue_on_commit
+from annotator.scales import answer_followups, answer_missing_part, hit_rules
 from annotator.selectors.work import hit_item_tokens
 from annotator.services.hits.assignments import assignment_transition, check_open_lease, lock_own_assignment
 
@@ -69,10 +69,9 @@ def _clean_answer(
     bad = [value for value in wrong_aspects if value not in WrongAspect.values]
     if bad:
         raise ApplicationError(f"Unknown aspect {bad[0]!r}.")
-    if not (campaign.rationale_followups and choice in CHOICES_NEEDING_SHORTCOMINGS):
-        shortcomings = []
-    if Shortcoming.WRONG_WAY not in shortcomings:
-        wrong_aspects = []
+    reasons, aspects = answer_followups(rules=hit_rules(campaign=campaign), choice=choice, shortcomings=shortcomings)
+    shortcomings = shortcomings if reasons else []
+    wrong_aspects = wrong_aspects if aspects else []
     return {
         "choice": choice,
         "score": None,
@@ -183,16 +182,13 @@ def answer_save(
 
 def answer_missing(*, campaign: Campaign, answer: Answer | None) -> str | None:
     """What is still missing from one item's answer, in words; None when it is complete."""
-    if campaign.scale == Scale.SIMILARITY:
-        return None if answer is not None and answer.score is not None else "a similarity rating"
-    if answer is None or not answer.choice:
-        return "an answer"
-    if campaign.rationale_followups and answer.choice in CHOICES_NEEDING_SHORTCOMINGS:
-        if not answer.shortcomings:
-            return "a reason (what is wrong with the description)"
-        if Shortcoming.WRONG_WAY in answer.shortcomings and not answer.wrong_aspects:
-            return "what is described in a wrong way"
-    return None
+    return answer_missing_part(
+        rules=hit_rules(campaign=campaign),
+        choice=answer.choice if answer else "",
+        score=answer.score if answer else None,
+        shortcomings=answer.shortcomings if answer else [],
+        wrong_aspects=answer.wrong_aspects if answer else [],
+    )
 
 
 def _missing_items(*, campaign: Campaign, item_ids: list[int], answers: dict[int, Answer]) -> list[dict]:

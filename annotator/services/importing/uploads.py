@@ -11,7 +11,6 @@ import logging
 import shutil
 import tempfile
 import zipfile
-from datetime import timedelta
 from pathlib import Path
 
 from django.core.files.base import ContentFile
@@ -21,6 +20,7 @@ from django.utils import timezone
 
 from annotator.errors import ApplicationError
 from annotator.importing.screening import screen_captions, screen_images_zip
+from annotator.jobs import job_stalled
 from annotator.models import DATASET_TRANSITIONS, Dataset, DatasetStatus
 from annotator.models.state import check_transition
 from annotator.queue import enqueue_on_commit
@@ -32,9 +32,6 @@ logger = logging.getLogger(__name__)
 DATASET_IMPORT_TASK = "workers.tasks.datasets.dataset_import_task"
 UPLOAD_FOLDER = "uploads/datasets"  # in default_storage, shared by the web and the workers: <dataset id>/...
 CAPTION_SUFFIXES = (".json", ".jsonl", ".ndjson", ".csv")
-# An import writes progress (a heartbeat) at least every batch of 500 images or 2,000 captions; one that has
-# written nothing for this long has lost its worker, and its requester may queue it again.
-IMPORT_STALE_AFTER = timedelta(minutes=10)
 
 
 def _upload_folder(dataset_id: int) -> str:
@@ -98,12 +95,6 @@ def _fail_if_importing(*, dataset_id: int, message: str) -> None:
     )
 
 
-def dataset_import_stalled(*, dataset: Dataset) -> bool:
-    """Whether `dataset` is importing but has shown no progress for IMPORT_STALE_AFTER (its worker died,
-    or its task was lost): such an import can be queued again with dataset_import_retry."""
-    return dataset.status == DatasetStatus.IMPORTING and dataset.updated_at < timezone.now() - IMPORT_STALE_AFTER
-
-
 def dataset_upload(*, name: str, captions, images, split_file=None, split: str | None = None, owner) -> Dataset:
     """Store uploaded files and queue their import into the dataset `name` (created if missing) on Celery.
 
@@ -164,7 +155,7 @@ def _import_enqueue(*, dataset_id: int) -> None:
 
 def dataset_import_retry(*, dataset: Dataset) -> Dataset:
     """Queue the stored upload of `dataset` again, after a failed import (not a refused one: those need new
-    files) or an import that stalled (dataset_import_stalled: its worker died or its task was lost).
+    files) or an import that stalled (annotator.jobs.job_stalled: its worker died or its task was lost).
 
     Locks the Dataset row. Idempotent: an import that is queued or running (not stalled) is returned
     unchanged, nothing is enqueued. The task resumes: rows a stopped run committed are kept and skipped.
@@ -172,7 +163,7 @@ def dataset_import_retry(*, dataset: Dataset) -> Dataset:
     """
     with transaction.atomic():
         locked = Dataset.objects.select_for_update().get(pk=dataset.pk)
-        if locked.status == DatasetStatus.IMPORTING and not dataset_import_stalled(dataset=locked):
+        if locked.status == DatasetStatus.IMPORTING and not job_stalled(locked):
             return locked
         failed = locked.status == DatasetStatus.FAILED and (locked.report or {}).get("phase") == "failed"
         if not (failed or locked.status == DatasetStatus.IMPORTING):
@@ -198,12 +189,12 @@ def dataset_import_retry(*, dataset: Dataset) -> Dataset:
 def _dataset_claim(*, dataset_id: int) -> Dataset | None:
     """Take the queued (or stalled) import of `dataset_id` for this worker, or None when there is nothing
     to do: the dataset is gone, not importing (done, failed: a late or duplicated delivery), or another
-    worker is running its import (progress within IMPORT_STALE_AFTER). Locks the Dataset row."""
+    worker is running its import (progress within annotator.jobs.IMPORT_STALE_AFTER). Locks the Dataset row."""
     with transaction.atomic():
         dataset = Dataset.objects.select_for_update().filter(pk=dataset_id).first()
         if dataset is None or dataset.status != DatasetStatus.IMPORTING:
             return None
-        if (dataset.report or {}).get("phase") != "queued" and not dataset_import_stalled(dataset=dataset):
+        if (dataset.report or {}).get("phase") != "queued" and not job_stalled(dataset):
             return None
         dataset.report = {"phase": "checking"}
         dataset.images_done = dataset.captions_done = 0
@@ -213,7 +204,7 @@ def _dataset_claim(*, dataset_id: int) -> Dataset | None:
 
 def _heartbeat(dataset_id: int) -> Progress:
     """Progress of the checking pass into the report (the write pass counts images_done itself); each
-    write also moves updated_at, which is what dataset_import_stalled watches."""
+    write also moves updated_at, which is what annotator.jobs.job_stalled watches."""
 
     def progress(phase: str, done: int, total: int) -> None:
         if phase.startswith("checking"):

@@ -24,6 +24,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotator.errors import ApplicationError
+from annotator.jobs import (
+    BUILD_STALE_AFTER,
+    EXPORT_STALE_AFTER,
+    IMPORT_STALE_AFTER,
+    RUN_STALE_AFTER,
+    job_retry,
+    queued_stale_after,
+)
 from annotator.models import ExportStatus, RequeueKind, RunStatus, SweepRequeue, SweepRun
 from annotator.queue import enqueue_on_commit
 from annotator.selectors.external_decisions import external_decisions_lost
@@ -36,14 +44,9 @@ from annotator.selectors.operations import (
     ranking_runs_late,
     requeued_recently,
 )
-from annotator.selectors.ranking import RUN_STALE_AFTER_SECONDS
-from annotator.services.campaigns.build import BUILD_STALE_AFTER, campaign_build_request
-from annotator.services.exports.jobs import EXPORT_STALE_AFTER, EXPORT_TASK
 from annotator.services.hits.assignments import assignments_expire
-from annotator.services.importing.uploads import IMPORT_STALE_AFTER, dataset_import_retry
 from annotator.services.quality.external_decisions import SEND_TASK as DECISION_TASK
 from annotator.services.quality.scoring import assignment_score
-from annotator.services.ranking.runs import RANKING_TASK
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +60,9 @@ def stale_times() -> StaleTimes:
         score_after=timedelta(seconds=getattr(settings, "SWEEP_SCORE_AFTER_SECONDS", 60.0)),
         imports=IMPORT_STALE_AFTER,
         builds=BUILD_STALE_AFTER,
-        queued_jobs=timedelta(seconds=getattr(settings, "SWEEP_JOB_STALE_SECONDS", 600.0)),
+        queued_jobs=queued_stale_after(),
         running_exports=EXPORT_STALE_AFTER,
-        silent_runs=timedelta(seconds=RUN_STALE_AFTER_SECONDS),
+        silent_runs=RUN_STALE_AFTER,
     )
 
 
@@ -89,34 +92,6 @@ def _mark_requeued(kind: str, object_id: int, *, now) -> None:
             mark.save(update_fields=["queued_at", "times"])
 
 
-def _resume_imports(*, stale: StaleTimes, now, problems: list[str]) -> list[int]:
-    resumed = []
-    for dataset in imports_stalled(stale=stale, now=now).order_by("pk"):
-        try:
-            dataset_import_retry(dataset=dataset)  # locks the row, checks it is still stalled, queues the task
-        except ApplicationError as error:
-            problems.append(f"import of dataset {dataset.name!r} ({dataset.pk}) cannot resume: {error.message}")
-            continue
-        _mark_requeued(RequeueKind.IMPORT, dataset.pk, now=now)
-        resumed.append(dataset.pk)
-    return resumed
-
-
-def _resume_builds(*, stale: StaleTimes, now, problems: list[str]) -> list[int]:
-    resumed = []
-    for campaign in builds_stalled(stale=stale, now=now).order_by("pk"):
-        try:
-            # Under SKIP LOCKED: a build a worker is still running holds the row and answers 409 here.
-            campaign_build_request(campaign=campaign)
-        except ApplicationError as error:
-            if error.status != 409:
-                problems.append(f"build of campaign {campaign.name!r} ({campaign.pk}) cannot resume: {error.message}")
-            continue
-        _mark_requeued(RequeueKind.BUILD, campaign.pk, now=now)
-        resumed.append(campaign.pk)
-    return resumed
-
-
 def _requeue(kind: str, task: str, object_id: int, *, within: timedelta, now, problems: list[str]) -> bool:
     if requeued_recently(kind=kind, object_id=object_id, within=within, now=now):
         return False  # queued again already; its message probably waits in a long queue
@@ -129,36 +104,59 @@ def _requeue(kind: str, task: str, object_id: int, *, within: timedelta, now, pr
     return True
 
 
+def _resume(requeue_kind: str, late, *, within, now, problems: list[str], busy_is_fine: bool = False) -> list[int]:
+    """Retry each late job through its kind's retry service (annotator.jobs.job_retry: it locks the row,
+    checks the job is still failed or stalled, and queues its task), unless the sweep queued it less than
+    `within(job)` ago: then its message probably waits in a long queue. With `busy_is_fine`, a 409 means a
+    worker holds the job right now (a build under way) and is no problem."""
+    resumed = []
+    for job in late:
+        if requeued_recently(kind=requeue_kind, object_id=job.pk, within=within(job), now=now):
+            continue
+        try:
+            job_retry(job)
+        except ApplicationError as error:
+            if not (busy_is_fine and error.status == 409):
+                problems.append(f"{requeue_kind} {job.pk} cannot resume: {error.message}")
+            continue
+        except Exception as error:  # a broker that is down: the next pass tries again
+            problems.append(f"{requeue_kind} {job.pk} could not be queued again: {type(error).__name__}: {error}")
+            continue
+        _mark_requeued(requeue_kind, job.pk, now=now)
+        resumed.append(job.pk)
+    return resumed
+
+
+def _resume_imports(*, stale: StaleTimes, now, problems: list[str]) -> list[int]:
+    late = imports_stalled(stale=stale, now=now).order_by("pk")
+    return _resume(RequeueKind.IMPORT, late, within=lambda job: stale.imports, now=now, problems=problems)
+
+
+def _resume_builds(*, stale: StaleTimes, now, problems: list[str]) -> list[int]:
+    """Under SKIP LOCKED: a build a worker is still running holds the row and answers 409."""
+    late = builds_stalled(stale=stale, now=now).order_by("pk")
+    within = lambda job: stale.builds  # noqa: E731
+    return _resume(RequeueKind.BUILD, late, within=within, now=now, problems=problems, busy_is_fine=True)
+
+
 def _resume_runs(*, stale: StaleTimes, now, problems: list[str]) -> list[int]:
     """The task's claim (workers.ranking.pipeline.run_claim) makes a duplicate do nothing."""
-    return [
-        run.pk
-        for run in ranking_runs_late(stale=stale, now=now)
-        if _requeue(
-            RequeueKind.RANKING,
-            RANKING_TASK,
-            run.pk,
-            within=stale.queued_jobs if run.status == RunStatus.QUEUED else stale.silent_runs,
-            now=now,
-            problems=problems,
-        )
-    ]
+
+    def within(run):
+        return stale.queued_jobs if run.status == RunStatus.QUEUED else stale.silent_runs
+
+    late = ranking_runs_late(stale=stale, now=now)
+    return _resume(RequeueKind.RANKING, late, within=within, now=now, problems=problems)
 
 
 def _resume_exports(*, stale: StaleTimes, now, problems: list[str]) -> list[int]:
     """export_run leaves a job another task is writing alone, so a duplicate does nothing."""
-    return [
-        job.pk
-        for job in exports_late(stale=stale, now=now)
-        if _requeue(
-            RequeueKind.EXPORT,
-            EXPORT_TASK,
-            job.pk,
-            within=stale.queued_jobs if job.status == ExportStatus.QUEUED else stale.running_exports,
-            now=now,
-            problems=problems,
-        )
-    ]
+
+    def within(job):
+        return stale.queued_jobs if job.status == ExportStatus.QUEUED else stale.running_exports
+
+    late = exports_late(stale=stale, now=now)
+    return _resume(RequeueKind.EXPORT, late, within=within, now=now, problems=problems)
 
 
 def _resume_external_decisions(*, stale: StaleTimes, now, problems: list[str]) -> list[int]:

@@ -10,8 +10,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotator.errors import ApplicationError
-from annotator.models import RUN_TRANSITIONS, Dataset, DatasetStatus, MachineAnnotator, RankingRun, RunStatus
-from annotator.models.state import check_transition
+from annotator.jobs import job_move, job_requeue, job_stalled
+from annotator.models import Dataset, DatasetStatus, MachineAnnotator, RankingRun, RunStatus
 from annotator.queue import enqueue_on_commit
 from annotator.services.ranking.annotators import RANKABLE_KINDS
 
@@ -75,33 +75,20 @@ def ranking_run_cancel(*, run: RankingRun) -> RankingRun:
         locked = RankingRun.objects.select_for_update().get(pk=run.pk)
         if locked.status == RunStatus.CANCELLED:
             return locked
-        check_transition(
-            transitions=RUN_TRANSITIONS, current=locked.status, target=RunStatus.CANCELLED, what="ranking run"
-        )
-        locked.status = RunStatus.CANCELLED
-        locked.finished_at = timezone.now()
-        locked.save(update_fields=["status", "finished_at"])
+        job_move(locked, RunStatus.CANCELLED, finished_at=timezone.now())
     return locked
 
 
 def ranking_run_retry(*, run: RankingRun) -> RankingRun:
-    """Queue a failed or cancelled run again; the worker resumes from the last committed chunk.
+    """Queue a failed, cancelled or stalled run again; the worker resumes from the last committed chunk.
 
-    Locks the run row. Idempotent: retrying a queued run returns it without enqueuing twice. A succeeded
-    run cannot be retried (409); a running one neither (it is already working).
+    Locks the run row. Idempotent: retrying a queued run that is not stalled returns it without enqueuing
+    twice. A succeeded run cannot be retried (409); a running one neither while it shows progress (it is
+    already working). A stalled one keeps its status and gets a new message: the task's claim takes a run
+    whose worker went silent over (workers.ranking.pipeline.run_claim).
     """
     with transaction.atomic():
         locked = RankingRun.objects.select_for_update().get(pk=run.pk)
-        if locked.status == RunStatus.QUEUED:
-            return locked
-        check_transition(
-            transitions=RUN_TRANSITIONS, current=locked.status, target=RunStatus.QUEUED, what="ranking run"
-        )
-        if locked.status == RunStatus.RUNNING:
+        if locked.status == RunStatus.RUNNING and not job_stalled(locked):
             raise ApplicationError("This run is running; cancel it first.", status=409)
-        locked.status = RunStatus.QUEUED
-        locked.error = ""
-        locked.finished_at = None
-        locked.save(update_fields=["status", "error", "finished_at"])
-        enqueue_on_commit(RANKING_TASK, locked.pk)
-    return locked
+        return job_requeue(locked, queued=RunStatus.QUEUED, task=RANKING_TASK)

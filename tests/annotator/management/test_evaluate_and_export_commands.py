@@ -1,4 +1,4 @@
-"""`manage.py evaluate` and `manage.py export_labels` to a file (issue 7): the ECCV JSON round trip."""
+"""`manage.py evaluate` and `manage.py export_labels` to a file: the ECCV JSON round trip."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""50 threads claiming at once on the real Postgres (issue 5: SKIP LOCKED leases)."""
+"""50 threads claiming at once on the real Postgres (SKIP LOCKED leases: no HIT leased twice)."""
 
 import threading
 from collections import Counter

@@ -1,4 +1,4 @@
-"""Leases: claim, autosave, submit, return, expiry (issue 5)."""
+"""Leases: claim, autosave, submit, return, expiry."""
 
 from unittest import mock
 

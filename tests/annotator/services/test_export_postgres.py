@@ -1,4 +1,4 @@
-"""`labels_export_postgres` / `manage.py export_labels --to postgres`: COPY into a researcher's database (issue 7)."""
+"""`labels_export_postgres` / `manage.py export_labels --to postgres`: COPY into a researcher's database."""
 
 import psycopg2
 import pytest

@@ -1,4 +1,4 @@
-"""Label exports (issue 7): ECCV JSON (one file and the released split), JSONL, Crisscrossed CSV, jobs."""
+"""Label exports: ECCV JSON (one file and the released split), JSONL, Crisscrossed CSV, jobs."""
 
 import csv
 import io

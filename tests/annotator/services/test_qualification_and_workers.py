@@ -1,4 +1,4 @@
-"""Qualification before the first HIT, and who a worker is (issue 5)."""
+"""Qualification before the first HIT, and who a worker is."""
 
 import re
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from annotator import models
+from annotator import jobs, models
 from annotator.errors import ApplicationError
 from annotator.services.ranking import runs as ranking_services
 from annotator.services.ranking.annotators import annotator_register
@@ -17,7 +17,9 @@ pytestmark = pytest.mark.django_db
 def sent(monkeypatch):
     """Record what the services enqueue instead of running it (the pipeline has its own tests)."""
     calls = []
-    monkeypatch.setattr(ranking_services, "enqueue_on_commit", lambda name, *args: calls.append((name, *args)))
+    record = lambda name, *args: calls.append((name, *args))  # noqa: E731
+    monkeypatch.setattr(ranking_services, "enqueue_on_commit", record)
+    monkeypatch.setattr(jobs, "enqueue_on_commit", record)  # a retry queues through the shared lifecycle
     return calls
 
 

@@ -20,7 +20,6 @@ from annotator.models import (
     SweepRun,
     Worker,
 )
-from annotator.services.exports import jobs as exports_service
 from annotator.services.exports.jobs import export_run
 from annotator.services.operations import sweep as sweep_service
 from annotator.services.operations.sweep import work_sweep
@@ -103,10 +102,8 @@ def test_a_stalled_build_is_queued_again_once_per_stale_period(draft, django_cap
     assert campaign.status == CampaignStatus.BUILT and campaign.hits.exists()
 
 
-def test_ranking_runs_are_queued_again_when_queued_too_long_or_silent(settings, monkeypatch):
+def test_ranking_runs_are_queued_again_when_queued_too_long_or_silent(settings, django_capture_on_commit_callbacks):
     settings.SWEEP_JOB_STALE_SECONDS = 600
-    sent = []
-    monkeypatch.setattr(sweep_service, "enqueue_on_commit", lambda name, *args: sent.append((name, *args)))
     waiting = RankingRunFactory(status=RunStatus.QUEUED)
     fresh = RankingRunFactory(status=RunStatus.QUEUED)
     silent = RankingRunFactory(status=RunStatus.RUNNING, started_at=timezone.now() - timedelta(hours=2))
@@ -114,22 +111,25 @@ def test_ranking_runs_are_queued_again_when_queued_too_long_or_silent(settings, 
         status=RunStatus.RUNNING, started_at=timezone.now() - timedelta(hours=2), progress={"beat_at": time.time()}
     )
     type(waiting).objects.filter(pk=waiting.pk).update(created_at=timezone.now() - timedelta(minutes=11))
-    first = work_sweep()
-    assert first.requeued == {"ranking_runs": [waiting.pk, silent.pk]}
-    assert {args[1] for args in sent} == {waiting.pk, silent.pk}
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        first = work_sweep()
+    assert first.requeued == {"ranking_runs": [waiting.pk, silent.pk]} and len(sent) == 2
     assert fresh.pk not in first.requeued["ranking_runs"] and working.pk not in first.requeued["ranking_runs"]
-    assert work_sweep().requeued == {}  # queued again already: not on every pass
+    with django_capture_on_commit_callbacks(execute=False) as again:
+        assert work_sweep().requeued == {}  # queued again already: not on every pass
+    assert not again
 
 
-def test_exports_are_queued_again_and_a_duplicate_leaves_a_running_one_alone(settings, monkeypatch):
+def test_exports_are_queued_again_and_a_duplicate_leaves_a_running_one_alone(
+    settings, django_capture_on_commit_callbacks
+):
     settings.SWEEP_JOB_STALE_SECONDS = 600
-    sent = []
-    monkeypatch.setattr(sweep_service, "enqueue_on_commit", lambda name, *args: sent.append((name, *args)))
     lost = ExportJobFactory(status=ExportStatus.QUEUED)
     type(lost).objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(minutes=11))
     running = ExportJobFactory(status=ExportStatus.RUNNING, started_at=timezone.now())
-    assert work_sweep().requeued == {"exports": [lost.pk]}
-    assert sent == [(exports_service.EXPORT_TASK, lost.pk)]
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        assert work_sweep().requeued == {"exports": [lost.pk]}
+    assert len(sent) == 1
     assert export_run(export_id=running.pk).status == ExportStatus.RUNNING  # a duplicate does nothing
     running.refresh_from_db()
     assert running.started_at is not None and not running.file

@@ -149,7 +149,7 @@ def test_the_build_button_queues_the_build_and_the_page_follows_it(
         response = client.post(reverse("campaign-action", args=[campaign.pk, "build"]), follow=True)
     assert response.redirect_chain == [(reverse("campaign-detail", args=[campaign.pk]), 302)]
     page = response.content.decode()
-    assert "Building&hellip;" in page and '<meta http-equiv="refresh" content="5">' in page
+    assert "Building&hellip;" in page and 'data-job-state="queued"' in page  # the widget polls it
     assert "Build HITs" not in page and "Rebuild" not in page and not campaign.hits.exists()
     assert Campaign.objects.get(pk=campaign.pk).status == CampaignStatus.BUILDING
     # A second click while it builds is a readable 409 and queues nothing more.
@@ -161,7 +161,7 @@ def test_the_build_button_queues_the_build_and_the_page_follows_it(
     campaign.refresh_from_db()
     assert campaign.status == CampaignStatus.BUILT and campaign.hits.exists() and campaign.build_error == ""
     page = client.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
-    assert "Building&hellip;" not in page and 'http-equiv="refresh"' not in page
+    assert "Building&hellip;" not in page and "data-job-url" not in page
     assert f'id="stat-hits">{campaign.hits.count()}<' in page and "Launch" in page
 
 

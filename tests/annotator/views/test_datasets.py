@@ -161,7 +161,7 @@ def test_a_requester_imports_from_the_browser_and_owns_the_dataset(
         assert response.status_code == 302 and response.url == reverse("dataset-detail", args=[dataset.pk])
         importing = client.get(response.url).content.decode()
         assert "uploaded is importing; this page follows it." in importing
-        assert "Importing&hellip; waiting for a worker" in importing and 'http-equiv="refresh"' in importing
+        assert "Importing&hellip; waiting for a worker" in importing and 'data-job-state="queued"' in importing
     assert len(callbacks) == 1
     dataset.refresh_from_db()
     assert dataset.status == DatasetStatus.READY and dataset.report["phase"] == "done"
@@ -250,19 +250,22 @@ def test_a_stalled_import_offers_a_retry_that_resumes_it(
         client.post(reverse("dataset-import"), {"name": "stalled", **_upload_files(tmp_path)})
     dataset = Dataset.objects.get(name="stalled")
     detail = reverse("dataset-detail", args=[dataset.pk])
-    assert "Retry the import" not in client.get(detail).content.decode()  # still fresh: no retry yet
+    retry = reverse("job-retry", args=["import", dataset.pk])
+    fresh = client.get(detail).content.decode()
+    assert retry not in fresh and 'data-job-state="queued"' in fresh  # still fresh: no retry yet
     Dataset.objects.filter(pk=dataset.pk).update(
         report={"phase": "checking images", "checked": 0}, updated_at=timezone.now() - timedelta(minutes=11)
     )
     page = client.get(detail).content.decode()
-    assert "No progress since" in page and "Retry the import" in page and 'http-equiv="refresh"' not in page
+    assert "No sign of life since" in page and 'data-job-state="stalled"' in page and retry in page
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(reverse("dataset-import-retry", args=[dataset.pk]))
+        response = client.post(retry)
     assert response.status_code == 302 and response.url == detail
     dataset.refresh_from_db()
     assert dataset.status == DatasetStatus.READY and dataset.images.count() == 2 and dataset.captions.count() == 2
     client.force_login(user_with_role(Role.WORKER))
     assert client.post(reverse("dataset-import-retry", args=[dataset.pk])).status_code == 403
+    assert client.post(retry).status_code == 403
 
 
 def test_list_counts_images_and_captions_without_joining_them(client, requester):

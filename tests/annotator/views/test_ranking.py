@@ -43,8 +43,8 @@ def test_requester_ranks_from_the_dataset_page_and_sees_the_result(
     assert detail.status_code == 200 and b"Candidates" in detail.content
     first_caption = dataset.captions.order_by("pk").first()
     assert first_caption.text.encode() in detail.content
-    progress = client.get(reverse("ranking-run-progress", args=[run.pk])).json()
-    assert progress["status"] == "succeeded" and progress["percent"] == 100.0
+    progress = client.get(reverse("job-status", args=["ranking", run.pk])).json()
+    assert progress["status"] == "succeeded" and progress["state"] == "done" and progress["percent"] == 100.0
 
 
 def test_two_annotators_show_diversity_on_the_dataset_page(client, requester, django_capture_on_commit_callbacks):
@@ -63,7 +63,7 @@ def test_workers_and_anonymous_users_cannot_reach_ranking(client):
     assert anonymous.status_code == 302 and "login" in anonymous.url
     client.force_login(factories.user_with_role(models.Role.WORKER))
     assert client.get(reverse("ranking-run", args=[run.pk])).status_code == 403
-    assert client.get(reverse("ranking-run-progress", args=[run.pk])).status_code == 403
+    assert client.get(reverse("job-status", args=["ranking", run.pk])).status_code == 403
     assert (
         client.post(reverse("ranking-start", args=[dataset.pk]), {"annotator": "kind:tfidf_pivot"}).status_code == 403
     )
@@ -109,22 +109,22 @@ def test_bad_start_input_is_a_readable_400(client, requester, data, message):
     assert not models.RankingRun.objects.exists()
 
 
-def test_cancel_and_retry_buttons(client, requester, monkeypatch):
-    from annotator.services.ranking import runs as ranking_services
-
-    monkeypatch.setattr(ranking_services, "enqueue_on_commit", lambda *args: None)  # keep it queued
+def test_cancel_and_retry_buttons(client, requester, django_capture_on_commit_callbacks):
     dataset = owned_dataset(requester)
     run = factories.RankingRunFactory(dataset=dataset, status=models.RunStatus.QUEUED)
     assert b"Cancel run" in client.get(reverse("ranking-run", args=[run.pk])).content
     assert client.post(reverse("ranking-run-cancel", args=[run.pk])).status_code == 302
     run.refresh_from_db()
     assert run.status == models.RunStatus.CANCELLED
-    assert client.post(reverse("ranking-run-retry", args=[run.pk])).status_code == 302
+    retry = reverse("job-retry", args=["ranking", run.pk])
+    assert f'action="{retry}"'.encode() in client.get(reverse("ranking-run", args=[run.pk])).content
+    with django_capture_on_commit_callbacks(execute=False) as queued:  # its task is not run: it stays queued
+        assert client.post(retry).status_code == 302
     run.refresh_from_db()
-    assert run.status == models.RunStatus.QUEUED
+    assert run.status == models.RunStatus.QUEUED and len(queued) == 1
     run.status = models.RunStatus.SUCCEEDED
     run.save()
-    refused = client.post(reverse("ranking-run-retry", args=[run.pk]))
+    refused = client.post(retry)
     assert refused.status_code == 409 and b"cannot become" in refused.content
 
 
@@ -159,7 +159,7 @@ def test_another_requesters_runs_are_not_found(client, requester):
     dataset = owned_dataset(factories.user_with_role(models.Role.REQUESTER))
     run = factories.RankingRunFactory(dataset=dataset)
     assert client.get(reverse("ranking-run", args=[run.pk])).status_code == 404
-    assert client.get(reverse("ranking-run-progress", args=[run.pk])).status_code == 404
+    assert client.get(reverse("job-status", args=["ranking", run.pk])).status_code == 404
     assert client.get(reverse("dataset-ranking", args=[dataset.pk])).status_code == 404
 
 

@@ -1,4 +1,4 @@
-"""The researcher's pages and the API token page (issue 7): what a person sees and can do."""
+"""The researcher's pages and the API token page: what a person sees and can do."""
 
 import io
 import json

@@ -32,7 +32,7 @@ FOR_EVERYONE = {
 # Not pages of the product: the admin (staff log-in) and the API (tests/api/test_permissions_matrix.py).
 NOT_WALKED_PREFIXES = ("admin/", "api/", "^media/")
 # String parameters: a real value, so the view reaches its access check.
-STRING_ARGS = {"action": "launch", "fmt": "csv"}
+STRING_ARGS = {"action": "launch", "fmt": "csv", "kind": "ranking"}  # kind: of the job (annotator/jobs.py)
 STRING_ARGS_BY_NAME = {"review-worker": {"action": "block"}}
 
 SECRETS = ("tenant-dataset-zq", "tenant-campaign-zq", "tenant-labels-zq", "tenant-other-zq")
@@ -90,6 +90,7 @@ def _world(owner, *, suffix: str = ""):
         "delivery_id": delivery.pk,
         "dataset_id": dataset.pk,
         "run_id": run.pk,
+        "job_id": run.pk,  # the job pages are walked with the ranking run
         "campaign_id": campaign.pk,
         "assignment_id": assignment.pk,
         "worker_id": assignment.worker_id,
@@ -187,7 +188,7 @@ def test_a_share_opens_exactly_the_shared_campaign_and_its_dataset(researcher_cl
         "research-evaluation-download",
         "dataset-ranking",
         "ranking-run",
-        "ranking-run-progress",
+        "job-status",
         "labelset-detail",
         "research-leaderboard-labelset",
     } <= opened

@@ -1,4 +1,4 @@
-"""The worker's pages and JSON endpoints: ownership, no gold leak, CSRF, escaping, MTurk (issue 5)."""
+"""The worker's pages and JSON endpoints: ownership, no gold leak, CSRF, escaping, MTurk."""
 
 import json
 import re
@@ -81,8 +81,6 @@ def test_hit_page_shows_items_without_gold_roles_pair_ids_or_provenance():
     assert set(data) == {
         "answerUrl",
         "submitUrl",
-        "scale",
-        "followups",
         "expiresAt",
         "answers",
         "editable",
