@@ -2,6 +2,7 @@
 the COCO ids, and export again with CxC's columns, id spellings, scores and sampling methods."""
 
 import csv
+import gzip
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,8 @@ from annotator.services.labelsets.imports import labelset_import
 
 pytestmark = pytest.mark.django_db
 
-RELEASED = Path("/work/shared/data/cxc")
+RELEASED = Path(__file__).resolve().parents[3] / "fixtures" / "cxc"  # the released files, gzip-compressed
 FILES = {"cxc_sits": "sits_test.csv", "cxc_sts": "sts_test.csv", "cxc_sis": "sis_test.csv"}
-needs_files = pytest.mark.skipif(not (RELEASED / "sis_test.csv").is_file(), reason="the released CxC files")
 
 
 def _number(coco_id: str) -> int:
@@ -26,7 +26,7 @@ def _number(coco_id: str) -> int:
 def coco_test_split() -> Dataset:
     """The COCO 5k test split as CxC knows it: every image and caption its files name, the captions paired
     with their images by SITS' original pairs (source ids: COCO image ids and Karpathy sentence ids)."""
-    with open(RELEASED / "sits_test.csv", newline="") as handle:
+    with gzip.open(RELEASED / "sits_test.csv.gz", "rt", newline="") as handle:
         originals = [row for row in csv.DictReader(handle) if row["sampling_method"] == "c2i_original"]
     dataset = Dataset.objects.create(name="coco-5k-test", status=DatasetStatus.READY)
     images = sorted({row["image"] for row in originals})
@@ -72,13 +72,12 @@ def test_coco_ids_are_spelled_as_cxc_spells_them_and_other_ids_are_left_alone():
     assert cxc_ids(dataset_id=dataset.pk) == {"image": {image.pk: "18"}, "caption": {caption.pk: "391895"}}
 
 
-@needs_files
 @pytest.mark.parametrize("fmt", list(FILES))
 def test_a_released_cxc_file_imports_with_no_unknown_id_and_exports_as_released(fmt):
     dataset = coco_test_split()
     assert Image.objects.filter(dataset=dataset).count() == 5000
     assert Caption.objects.filter(dataset=dataset).count() == 25000
-    raw = (RELEASED / FILES[fmt]).read_bytes()
+    raw = gzip.decompress((RELEASED / f"{FILES[fmt]}.gz").read_bytes())
     label_set = labelset_import(dataset=dataset, name=fmt, files=[(FILES[fmt], raw)], fmt=fmt)
     report = label_set.report
     assert report["pairs_with_unknown_ids"] == 0 and report["unknown_ids"] == {"image": 0, "caption": 0}
