@@ -172,4 +172,8 @@ def template_context(request) -> dict:
     Lazy, so a page that never shows the nav does not load the user for it."""
     from django.utils.functional import SimpleLazyObject
 
-    return {"user_role": SimpleLazyObject(lambda: user_role(getattr(request, "user", None)) or "")}
+    user = getattr(request, "user", None)
+    return {
+        "user_role": SimpleLazyObject(lambda: user_role(user) or ""),
+        "user_is_operator": SimpleLazyObject(lambda: is_operator(user)),
+    }

@@ -1,6 +1,30 @@
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 
 from annotator import models
+
+
+class ProfileInline(admin.StackedInline):
+    """The role of an account: the admin's way to make a requester or researcher (staff only)."""
+
+    model = models.Profile
+    can_delete = False
+    fields = ["role", "share_gold_record"]
+
+
+admin.site.unregister(get_user_model())
+
+
+@admin.register(get_user_model())
+class AccountAdmin(UserAdmin):
+    inlines = [ProfileInline]
+    list_display = [*UserAdmin.list_display, "role"]
+
+    @admin.display(description="role")
+    def role(self, user):
+        profile = getattr(user, "profile", None)
+        return profile.role if profile else "-"
 
 
 @admin.register(models.Dataset)

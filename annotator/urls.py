@@ -11,6 +11,7 @@ from annotator.views import (
     labelsets,
     leaderboard,
     operations,
+    people,
     ranking,
     reputation,
     research,
@@ -38,4 +39,5 @@ urlpatterns = [
     *operations.urlpatterns,
     *jobs.urlpatterns,
     *webhooks.urlpatterns,
+    *people.urlpatterns,
 ]

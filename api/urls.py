@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework.routers import DefaultRouter
 
 from api import views
+from api.accounts import AccountCreateView
 from api.labelsets import LabelSetViewSet
 from api.leaderboard import LeaderboardView
 from api.webhooks import WebhookDeliveryViewSet, WebhookEndpointViewSet
@@ -43,6 +44,7 @@ urlpatterns = [
         name="api-redoc",
     ),
     path("leaderboard/", LeaderboardView.as_view(), name="api-leaderboard"),
+    path("accounts/", AccountCreateView.as_view(), name="api-accounts"),
     *router.urls,
 ]
 

@@ -18,6 +18,7 @@ class AuditAction(models.TextChoices):
     TOKEN_REVOKE = "token_revoke", "API token revoked"
     LOGIN_LOCKOUT = "login_lockout", "Log-in locked out after repeated failures"
     GOLD_RETIRE = "gold_retire", "Gold pair retired"
+    ACCOUNT_CREATE = "account_create", "Requester or researcher account made"
 
 
 class AuditEvent(models.Model):

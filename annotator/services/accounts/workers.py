@@ -4,15 +4,14 @@ import re
 import secrets
 
 from django.conf import settings
-from django.contrib.auth import get_user_model, password_validation
-from django.core.exceptions import ValidationError
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
 from annotator.errors import ApplicationError
 from annotator.models import Profile, Role, Worker
+from annotator.services.accounts.people import USERNAME_TAKEN, credentials_check
 
 EXTERNAL_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-USERNAME_PATTERN = re.compile(r"^[\w.@+-]{3,150}$")
 
 
 def _new_pseudonym() -> str:
@@ -64,27 +63,15 @@ def worker_signup(*, username: str, password: str, email: str = "", invite_code:
     required_code = getattr(settings, "SIGNUP_INVITE_CODE", "") or ""
     if required_code and not secrets.compare_digest(invite_code.strip(), required_code):
         raise ApplicationError("The invite code is not valid.", extra={"field": "invite_code"})
-    username = (username or "").strip()
-    if not USERNAME_PATTERN.match(username):
-        raise ApplicationError(
-            "Choose a user name of 3 to 150 letters, digits or . @ + - _ characters.", extra={"field": "username"}
-        )
+    candidate = credentials_check(username=username, password=password, email=email)
     User = get_user_model()
-    if User.objects.filter(username__iexact=username).exists():
-        raise ApplicationError("That user name cannot be used; choose another.", extra={"field": "username"}) from None
-    candidate = User(username=username, email=(email or "").strip())
-    try:
-        password_validation.validate_password(password, user=candidate)
-    except ValidationError as error:
-        extra = {"field": "password", "errors": error.messages}
-        raise ApplicationError(" ".join(error.messages), extra=extra) from error
     try:
         with transaction.atomic():
-            user = User.objects.create_user(username=username, email=candidate.email, password=password)
+            user = User.objects.create_user(username=candidate.username, email=candidate.email, password=password)
             Profile.objects.create(user=user, role=Role.WORKER)
             return Worker.objects.create(user=user, pseudonym=_new_pseudonym())
     except IntegrityError:
-        raise ApplicationError("That user name cannot be used; choose another.", extra={"field": "username"}) from None
+        raise ApplicationError(USERNAME_TAKEN, extra={"field": "username"}) from None
 
 
 def worker_set_auto_accept(*, worker: Worker, enabled: bool) -> Worker:
