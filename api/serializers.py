@@ -94,6 +94,10 @@ class RankingRunSerializer(serializers.ModelSerializer):
 class CampaignSerializer(serializers.ModelSerializer):
     shared_with = serializers.SlugRelatedField(many=True, read_only=True, slug_field="username")
     owner = serializers.SlugRelatedField(read_only=True, slug_field="username")
+    spend = serializers.SerializerMethodField(
+        help_text="Spend so far in cents: approved, pending (submitted, not decided), fees, total, the budget "
+        "and what is left of it, and whether one more assignment would pass it."
+    )
 
     class Meta:
         model = Campaign
@@ -120,6 +124,8 @@ class CampaignSerializer(serializers.ModelSerializer):
             "redundancy",
             "reward_cents",
             "platform_fee_percent",
+            "budget_cents",
+            "spend",
             "lease_minutes",
             "max_hits_per_worker",
             "qualification_items",
@@ -146,6 +152,11 @@ class CampaignSerializer(serializers.ModelSerializer):
             "build_error",
         ]
         read_only_fields = fields
+
+    def get_spend(self, campaign) -> dict:
+        from annotator.selectors.spend import campaign_spend
+
+        return campaign_spend(campaign=campaign)
 
 
 class LabelCountSerializer(serializers.Serializer):

@@ -94,6 +94,9 @@ class Campaign(models.Model):
     redundancy = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(9)])
     reward_cents = models.PositiveIntegerField(default=50)
     platform_fee_percent = models.FloatField(default=20.0, validators=[MinValueValidator(0.0)])
+    # The most the requester will spend (rewards, bonuses and fees, in cents); empty: no cap. The campaign
+    # pauses once approved and pending work would pass it (annotator/services/campaigns/budget.py).
+    budget_cents = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
     lease_minutes = models.PositiveIntegerField(default=30, validators=[MinValueValidator(1)])
     max_hits_per_worker = models.PositiveIntegerField(null=True, blank=True)
     # Qualification before the first HIT.
@@ -153,6 +156,9 @@ class Campaign(models.Model):
             models.CheckConstraint(
                 condition=Q(sample_fraction__isnull=True) | Q(sample_fraction__gte=0, sample_fraction__lte=1),
                 name="campaign_sample_fraction_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(budget_cents__isnull=True) | Q(budget_cents__gte=1), name="campaign_budget_positive"
             ),
         ]
 

@@ -16,6 +16,7 @@ from annotator.jobs import job_stalled, job_view
 from annotator.models import Campaign, CampaignStatus, Dataset, DatasetStatus, RankingRun, Role
 from annotator.scales import campaign_scale
 from annotator.selectors.campaigns import (
+    campaign_cost,
     campaign_get_managed,
     campaign_list_managed,
     campaign_overview,
@@ -23,6 +24,7 @@ from annotator.selectors.campaigns import (
 )
 from annotator.selectors.gold_exposure import gold_exposure_summary, qualification_pool_summary
 from annotator.selectors.operations import late_unscored_by_campaign
+from annotator.selectors.spend import campaign_spend
 from annotator.services.campaigns.build import campaign_add_run, campaign_build_request
 from annotator.services.campaigns.lifecycle import (
     campaign_create,
@@ -54,7 +56,7 @@ FIELDSETS = [
         "HIT composition",
         ["candidates_per_hit", "gold_positives_per_hit", "gold_negatives_per_hit", "gold_reuse_limit", "redundancy"],
     ),
-    ("Pay and time", ["reward_cents", "platform_fee_percent", "lease_minutes", "max_hits_per_worker"]),
+    ("Pay and time", ["reward_cents", "platform_fee_percent", "budget_cents", "lease_minutes", "max_hits_per_worker"]),
     (
         "Quality",
         [
@@ -243,6 +245,9 @@ def campaign_detail(request, campaign_id: int):
         "gold": gold_exposure_summary(campaign=campaign) if stats else None,
         "qualification_pool": qualification_pool_summary(campaign=campaign) if stats else None,
         "cost_total": (stats["cost"]["total_cents"] / 100.0) if stats else None,
+        "spend": campaign_spend(campaign=campaign)
+        if campaign.status in (CampaignStatus.LIVE, CampaignStatus.PAUSED, CampaignStatus.FINISHED)
+        else None,
         "can": {
             "build": campaign.status in (CampaignStatus.DRAFT, CampaignStatus.BUILT) or stalled,
             "launch": campaign.status == CampaignStatus.BUILT,
@@ -262,6 +267,28 @@ ACTIONS = {
 }
 
 
+CONFIRMED_ACTIONS = ("launch", "finish")
+
+
+@require_GET
+@role_required(Role.REQUESTER)
+def campaign_confirm(request, campaign_id: int, action: str):
+    """The page before launch or finish: the estimated total cost, the budget and spend so far, and the
+    button that does it (a POST with confirm=yes)."""
+    if action not in CONFIRMED_ACTIONS:
+        raise Http404("No such action.")
+    campaign = campaign_get_managed(user=request.user, campaign_id=campaign_id)
+    hits = campaign.hits.count()
+    context = {
+        "campaign": campaign,
+        "action": action,
+        "hits": hits,
+        "cost": campaign_cost(campaign=campaign, hits=hits),
+        "spend": campaign_spend(campaign=campaign),
+    }
+    return render(request, "campaigns/confirm.html", context)
+
+
 @require_POST
 @role_required(Role.REQUESTER)
 def campaign_action(request, campaign_id: int, action: str):
@@ -270,6 +297,9 @@ def campaign_action(request, campaign_id: int, action: str):
     if action not in ACTIONS:
         raise Http404("No such action.")
     campaign = campaign_get_managed(user=request.user, campaign_id=campaign_id)
+    if action in CONFIRMED_ACTIONS and request.POST.get("confirm") != "yes":
+        # Launch and finish spend or stop money: only the confirmation page's button does them.
+        return redirect("campaign-confirm", campaign_id=campaign.pk, action=action)
     service, message = ACTIONS[action]
     campaign = service(campaign=campaign)
     messages.success(request, message.format(hits=campaign.hits.count()))
@@ -306,5 +336,6 @@ urlpatterns = [
     path("campaigns/new/", campaign_new, name="campaign-new"),
     path("campaigns/<int:campaign_id>/", campaign_detail, name="campaign-detail"),
     path("campaigns/<int:campaign_id>/runs/", campaign_run_add, name="campaign-run-add"),
+    path("campaigns/<int:campaign_id>/confirm/<str:action>/", campaign_confirm, name="campaign-confirm"),
     path("campaigns/<int:campaign_id>/<str:action>/", campaign_action, name="campaign-action"),
 ]

@@ -9,6 +9,7 @@ from django.utils import timezone
 from annotator.errors import ApplicationError
 from annotator.models import CAMPAIGN_TRANSITIONS, Campaign, CampaignStatus, Dataset, Hit, RankingRun
 from annotator.models.state import check_transition
+from annotator.selectors.spend import campaign_spend
 from annotator.services.campaigns.options import OPTION_FIELDS, check_options, check_runs, validation_error
 from annotator.services.webhooks.delivery import webhook_emit
 
@@ -79,7 +80,10 @@ def campaign_pause(*, campaign: Campaign) -> Campaign:
 
 def campaign_resume(*, campaign: Campaign) -> Campaign:
     """paused -> live. Locks the campaign row; a live campaign is returned unchanged; a built (never
-    launched: use launch) or finished campaign is refused with 409."""
+    launched: use launch) or finished campaign is refused with 409, and so is one whose budget is spent
+    (raise the budget first)."""
+    if campaign.status == CampaignStatus.PAUSED and campaign_spend(campaign=campaign)["budget_reached"]:
+        raise ApplicationError("This campaign has reached its budget; raise the budget to resume it.", status=409)
     return _move(campaign=campaign, target=CampaignStatus.LIVE, sources=(CampaignStatus.PAUSED,))
 
 

@@ -31,6 +31,7 @@ OPTION_FIELDS = (
     "redundancy",
     "reward_cents",
     "platform_fee_percent",
+    "budget_cents",
     "lease_minutes",
     "max_hits_per_worker",
     "qualification_items",

@@ -27,6 +27,7 @@ from annotator.models import (
 from annotator.queue import enqueue_on_commit
 from annotator.scales import answer_followups, answer_missing_part, hit_rules
 from annotator.selectors.work import hit_item_tokens
+from annotator.services.campaigns.budget import campaign_budget_enforce
 from annotator.services.hits.assignments import assignment_transition, check_open_lease, lock_own_assignment
 
 SCORE_TASK = "workers.tasks.quality.assignment_score_task"
@@ -279,7 +280,8 @@ def assignment_submit(
             raise ApplicationError(f"Not finished yet - {summary}{more}.", extra={"missing": missing})
         assignment_transition(assignment=locked, target=AssignmentStatus.SUBMITTED, reason="submitted", now=now)
         enqueue_on_commit(SCORE_TASK, locked.pk)
-        return locked
+    campaign_budget_enforce(campaign_id=locked.hit.campaign_id)
+    return locked
 
 
 def _as_list(value) -> list:

@@ -21,6 +21,7 @@ from annotator.models import (
     HitStatus,
 )
 from annotator.services.accounts.audit import audit_record
+from annotator.services.campaigns.budget import campaign_budget_enforce
 from annotator.services.hits.assignments import assignment_transition
 from annotator.services.quality.external_decisions import external_decision_record
 from annotator.services.quality.trust import worker_trust_refresh
@@ -69,6 +70,7 @@ def assignment_approve(*, assignment: Assignment, actor=None, reason: str = "") 
             hit_status_refresh(hit_id=locked.hit_id)
             external_decision_record(assignment=locked, approve=True, reason=reason)
             worker_trust_refresh(worker_id=locked.worker_id, requester_id=locked.hit.campaign.owner_id)
+    campaign_budget_enforce(campaign_id=locked.hit.campaign_id)
     return locked
 
 

@@ -10,6 +10,7 @@ from annotator.models import Campaign
 
 POLICY_FIELDS = (
     "tolerated_gold_misses",
+    "budget_cents",
     "gold_fail_action",
     "strict_gold",
     "auto_approve_hours",

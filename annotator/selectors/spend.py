@@ -1,0 +1,41 @@
+"""What a campaign has spent so far, in cents: approved work (paid), pending work (submitted, not yet
+decided), and the platform fee on both; with the budget, when the campaign has one."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Q
+
+from annotator.models import Assignment, AssignmentStatus, Campaign
+
+
+def _with_fee(*, campaign: Campaign, cents: int) -> int:
+    return round(cents * (1 + campaign.platform_fee_percent / 100.0))
+
+
+def campaign_spend(*, campaign: Campaign) -> dict:
+    """Approved and pending rewards, their platform fees, the total, and the budget left (None: no cap).
+
+    `budget_reached` is True when one more assignment's reward and fee would pass the budget: the point at
+    which the campaign pauses (annotator.services.campaigns.budget). Read-only; no locks.
+    """
+    counts = Assignment.objects.filter(hit__campaign=campaign).aggregate(
+        approved=Count("pk", filter=Q(status=AssignmentStatus.APPROVED)),
+        pending=Count("pk", filter=Q(status=AssignmentStatus.SUBMITTED)),
+    )
+    approved = counts["approved"] * campaign.reward_cents
+    pending = counts["pending"] * campaign.reward_cents
+    fees = _with_fee(campaign=campaign, cents=approved + pending) - (approved + pending)
+    total = approved + pending + fees
+    budget = campaign.budget_cents
+    next_assignment = _with_fee(campaign=campaign, cents=campaign.reward_cents)
+    return {
+        "approved_assignments": counts["approved"],
+        "pending_assignments": counts["pending"],
+        "approved_cents": approved,
+        "pending_cents": pending,
+        "fees_cents": fees,
+        "total_cents": total,
+        "budget_cents": budget,
+        "budget_left_cents": None if budget is None else budget - total,
+        "budget_reached": budget is not None and total + next_assignment > budget,
+    }
