@@ -19,8 +19,8 @@ def test_the_same_service_error_has_the_same_status_and_message_on_a_page_and_in
     campaign = factories.CampaignFactory(owner=owner)  # a draft without HITs
     client.force_login(owner)
 
-    page = client.post(f"/campaigns/{campaign.pk}/launch/")
-    script = client.post(f"/campaigns/{campaign.pk}/launch/", HTTP_ACCEPT="application/json")
+    page = client.post(f"/campaigns/{campaign.pk}/launch/", {"confirm": "yes"})
+    script = client.post(f"/campaigns/{campaign.pk}/launch/", {"confirm": "yes"}, HTTP_ACCEPT="application/json")
     api = client.post(f"/api/v1/campaigns/{campaign.pk}/launch/", content_type="application/json")
 
     assert page.status_code == script.status_code == api.status_code == 409

@@ -82,7 +82,8 @@ def campaign_resume(*, campaign: Campaign) -> Campaign:
     """paused -> live. Locks the campaign row; a live campaign is returned unchanged; a built (never
     launched: use launch) or finished campaign is refused with 409, and so is one whose budget is spent
     (raise the budget first)."""
-    if campaign.status == CampaignStatus.PAUSED and campaign_spend(campaign=campaign)["budget_reached"]:
+    current = Campaign.objects.get(pk=campaign.pk)  # the budget as it is now, not as the caller read it
+    if current.status == CampaignStatus.PAUSED and campaign_spend(campaign=current)["budget_reached"]:
         raise ApplicationError("This campaign has reached its budget; raise the budget to resume it.", status=409)
     return _move(campaign=campaign, target=CampaignStatus.LIVE, sources=(CampaignStatus.PAUSED,))
 

@@ -112,13 +112,14 @@ def test_build_launch_pause_resume_through_the_buttons_with_statistics(
     hits = campaign.hits.count()
     page = client.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
     assert f'id="stat-hits">{hits}<' in page
-    assert f'id="stat-cost">${hits * 1.2:.2f}<' in page
+    assert f'id="stat-cost">${hits * 1.2:,.2f}<' in page
     assert "Overlap between annotators" in page and "pages-0 (run" in page
     # A refused move is a readable 409, not a 500.
     response = client.post(reverse("campaign-action", args=[campaign.pk, "pause"]))
     assert response.status_code == 409 and "cannot become paused" in response.content.decode()
     for action, status in (("launch", "live"), ("pause", "paused"), ("resume", "live"), ("finish", "finished")):
-        assert client.post(reverse("campaign-action", args=[campaign.pk, action])).status_code == 302
+        data = {"confirm": "yes"} if action in ("launch", "finish") else {}
+        assert client.post(reverse("campaign-action", args=[campaign.pk, action]), data).status_code == 302
         campaign.refresh_from_db()
         assert campaign.status == status
     page = client.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
