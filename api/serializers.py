@@ -7,6 +7,7 @@ from annotator.models import (
     AggregationMethod,
     AnnotatorKind,
     Assignment,
+    Bonus,
     Campaign,
     Dataset,
     Evaluation,
@@ -19,6 +20,7 @@ from annotator.models import (
     MachineAnnotator,
     RankingRun,
     Worker,
+    WorkerMessage,
 )
 
 MAX_ID = 2**63 - 1  # the database's bigint; larger ids are refused as input, never a 500
@@ -435,6 +437,51 @@ class ReasonSerializer(serializers.Serializer):
 
 class RequiredReasonSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=1000)
+
+
+class BonusCreateSerializer(serializers.Serializer):
+    assignment = id_field(help_text="An approved assignment of this campaign.")
+    amount_cents = serializers.IntegerField(min_value=1, max_value=10_000)
+    reason = serializers.CharField(max_length=1000, help_text="The worker sees it.")
+    idempotency_key = serializers.CharField(
+        max_length=64, help_text="The same key for a repeated request gives the same bonus, paid once."
+    )
+
+
+class BonusSerializer(serializers.ModelSerializer):
+    worker = serializers.CharField(source="worker.pseudonym", read_only=True)
+
+    class Meta:
+        model = Bonus
+        fields = [
+            "id",
+            "assignment",
+            "worker",
+            "amount_cents",
+            "reason",
+            "idempotency_key",
+            "status",
+            "attempts",
+            "last_error",
+            "created_at",
+            "sent_at",
+        ]
+        read_only_fields = fields
+
+
+class WorkerMessageCreateSerializer(serializers.Serializer):
+    worker = serializers.CharField(max_length=32, help_text="The worker's pseudonym.")
+    subject = serializers.CharField(max_length=200)
+    body = serializers.CharField(max_length=4000)
+
+
+class WorkerMessageSerializer(serializers.ModelSerializer):
+    worker = serializers.CharField(source="worker.pseudonym", read_only=True)
+
+    class Meta:
+        model = WorkerMessage
+        fields = ["id", "worker", "subject", "body", "status", "last_error", "created_at", "sent_at"]
+        read_only_fields = fields
 
 
 class ShareSerializer(serializers.Serializer):

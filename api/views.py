@@ -272,6 +272,46 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
 
         return Response(campaign_statistics(campaign=self.get_object()))
 
+    @extend_schema(request=s.BonusCreateSerializer, responses={201: s.BonusSerializer, 200: s.BonusSerializer})
+    @action(detail=True, methods=["post"])
+    def bonuses(self, request, pk=None):
+        """Give the worker of an approved assignment a bonus (amount in cents and a reason they see); on MTurk
+        it is paid with SendBonus. A repeated idempotency_key for the same assignment returns the first bonus."""
+        from annotator.models import Assignment, Bonus
+        from annotator.services.money.bonuses import bonus_give
+
+        campaign = self.get_object()
+        data = _validated(s.BonusCreateSerializer, request.data)
+        assignment = Assignment.objects.filter(pk=data["assignment"], hit__campaign=campaign).first()
+        if assignment is None:
+            raise ApplicationError(f"This campaign has no assignment {data['assignment']}.", status=404)
+        known = Bonus.objects.filter(assignment=assignment, idempotency_key=data["idempotency_key"].strip()).exists()
+        bonus = bonus_give(
+            campaign=campaign,
+            assignment=assignment,
+            actor=request.user,
+            **{k: data[k] for k in ("amount_cents", "reason", "idempotency_key")},
+        )
+        code = status.HTTP_200_OK if known else status.HTTP_201_CREATED
+        return Response(s.BonusSerializer(bonus).data, status=code)
+
+    @extend_schema(request=s.WorkerMessageCreateSerializer, responses={201: s.WorkerMessageSerializer})
+    @action(detail=True, methods=["post"])
+    def messages(self, request, pk=None):
+        """Write to a worker who did work on this campaign (by pseudonym); on MTurk it goes by NotifyWorkers."""
+        from annotator.models import Worker
+        from annotator.services.money.bonuses import worker_message_send
+
+        campaign = self.get_object()
+        data = _validated(s.WorkerMessageCreateSerializer, request.data)
+        worker = Worker.objects.filter(pseudonym=data["worker"]).first()
+        if worker is None:
+            raise ApplicationError(f"No worker is called {data['worker']}.", status=404)
+        message = worker_message_send(
+            campaign=campaign, worker=worker, subject=data["subject"], body=data["body"], actor=request.user
+        )
+        return Response(s.WorkerMessageSerializer(message).data, status=status.HTTP_201_CREATED)
+
     @extend_schema(request=s.ShareSerializer, responses=s.CampaignSerializer)
     @action(detail=True, methods=["post"])
     def share(self, request, pk=None):

@@ -71,6 +71,7 @@ from annotator.models.labelsets import (
     LabelSetQuery,
     QueryRule,
 )
+from annotator.models.money import PAYOUT_TRANSITIONS, Bonus, PayoutStatus, WorkerMessage
 from annotator.models.operations import RequeueKind, SweepRequeue, SweepRun
 from annotator.models.quality import (
     CleanupKind,

@@ -1,11 +1,11 @@
 """What a campaign has spent so far, in cents: approved work (paid), pending work (submitted, not yet
-decided), and the platform fee on both; with the budget, when the campaign has one."""
+decided), bonuses (but those MTurk refused), and the platform fee on them all; with the budget, when the campaign has one."""
 
 from __future__ import annotations
 
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 
-from annotator.models import Assignment, AssignmentStatus, Campaign
+from annotator.models import Assignment, AssignmentStatus, Bonus, Campaign, PayoutStatus
 
 
 def _with_fee(*, campaign: Campaign, cents: int) -> int:
@@ -24,8 +24,15 @@ def campaign_spend(*, campaign: Campaign) -> dict:
     )
     approved = counts["approved"] * campaign.reward_cents
     pending = counts["pending"] * campaign.reward_cents
-    fees = _with_fee(campaign=campaign, cents=approved + pending) - (approved + pending)
-    total = approved + pending + fees
+    bonuses = (
+        Bonus.objects.filter(campaign=campaign)
+        .exclude(status=PayoutStatus.FAILED)
+        .aggregate(s=Sum("amount_cents"))["s"]
+        or 0
+    )
+    before_fees = approved + pending + bonuses
+    fees = _with_fee(campaign=campaign, cents=before_fees) - before_fees
+    total = before_fees + fees
     budget = campaign.budget_cents
     next_assignment = _with_fee(campaign=campaign, cents=campaign.reward_cents)
     return {
@@ -33,6 +40,7 @@ def campaign_spend(*, campaign: Campaign) -> dict:
         "pending_assignments": counts["pending"],
         "approved_cents": approved,
         "pending_cents": pending,
+        "bonuses_cents": bonuses,
         "fees_cents": fees,
         "total_cents": total,
         "budget_cents": budget,

@@ -9,6 +9,8 @@ from botocore.exceptions import BotoCoreError
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from annotator.services.money.bonuses import MAX_ATTEMPTS as PAYOUT_ATTEMPTS
+from annotator.services.money.bonuses import PayoutNotSent, bonus_send, worker_message_deliver
 from annotator.services.quality.external_decisions import MAX_ATTEMPTS, DecisionNotSent, external_decision_send
 
 
@@ -29,3 +31,37 @@ def external_decision_send_task(decision_id: int) -> str | None:
     """Send one approval or rejection to MTurk; retried while it fails in a way worth retrying."""
     decision = external_decision_send(decision_id=decision_id)
     return None if decision is None else decision.status
+
+
+@shared_task(
+    name="workers.tasks.mturk.bonus_send_task",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=120,
+    soft_time_limit=100,
+    autoretry_for=(PayoutNotSent, BotoCoreError, ConnectionError, TimeoutError, OperationalError, InterfaceError),
+    retry_backoff=30,
+    retry_backoff_max=240,
+    max_retries=PAYOUT_ATTEMPTS - 1,
+)
+def bonus_send_task(bonus_id: int) -> str | None:
+    """Pay one bonus on MTurk (SendBonus, once: its UniqueRequestToken is the bonus); retried while worth it."""
+    bonus = bonus_send(bonus_id=bonus_id)
+    return None if bonus is None else bonus.status
+
+
+@shared_task(
+    name="workers.tasks.mturk.worker_message_send_task",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    time_limit=120,
+    soft_time_limit=100,
+    autoretry_for=(PayoutNotSent, BotoCoreError, ConnectionError, TimeoutError, OperationalError, InterfaceError),
+    retry_backoff=30,
+    retry_backoff_max=240,
+    max_retries=PAYOUT_ATTEMPTS - 1,
+)
+def worker_message_send_task(message_id: int) -> str | None:
+    """Deliver one message to an MTurk worker (NotifyWorkers); retried while worth it."""
+    message = worker_message_deliver(message_id=message_id)
+    return None if message is None else message.status
