@@ -1,5 +1,6 @@
 """What a campaign has spent so far, in cents: approved work (paid), pending work (submitted, not yet
-decided), bonuses (but those MTurk refused), and the platform fee on them all; with the budget, when the campaign has one."""
+decided), bonuses (but those MTurk refused), and the platform fee on them all; with the budget, when the
+campaign has one."""
 
 from __future__ import annotations
 
