@@ -48,3 +48,16 @@ def campaign_spend(*, campaign: Campaign) -> dict:
         "budget_left_cents": None if budget is None else budget - total,
         "budget_reached": budget is not None and total + next_assignment > budget,
     }
+
+
+def worker_bonuses_and_messages(*, worker, limit: int = 20) -> dict:
+    """A worker's own bonuses (but those MTurk refused) and the messages requesters sent them, newest first,
+    with the bonuses' total in cents. Only this worker's rows; read-only."""
+    from annotator.models import WorkerMessage
+
+    bonuses = Bonus.objects.filter(worker=worker).exclude(status=PayoutStatus.FAILED)
+    return {
+        "bonuses": list(bonuses.select_related("campaign", "assignment__hit")[:limit]),
+        "bonus_total_cents": bonuses.aggregate(s=Sum("amount_cents"))["s"] or 0,
+        "messages": list(WorkerMessage.objects.filter(worker=worker).select_related("campaign")[:limit]),
+    }

@@ -39,6 +39,7 @@ from annotator.models import (
     WrongAspect,
 )
 from annotator.selectors import work as work_selectors
+from annotator.selectors.spend import worker_bonuses_and_messages
 from annotator.services.accounts.workers import worker_for_external, worker_for_user, worker_set_auto_accept
 from annotator.services.hits import answers as answer_services
 from annotator.services.hits import assignments as assignment_services
@@ -155,6 +156,7 @@ def work_home(request):
         "stats": work_selectors.worker_dashboard(worker=request.worker),
         "campaigns": work_selectors.campaigns_open_for_worker(worker=request.worker),
         "recent": work_selectors.worker_recent_assignments(worker=request.worker),
+        "money": worker_bonuses_and_messages(worker=request.worker),
     }
     return render(request, "work/home.html", context)
 

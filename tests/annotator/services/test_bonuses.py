@@ -214,3 +214,19 @@ def test_bonuses_and_messages_through_the_api_are_the_owners_only():
     api.force_authenticate(user_with_role(Role.WORKER))
     assert api.post(f"/api/v1/campaigns/{campaign.pk}/bonuses/", body, format="json").status_code == 403
     assert Bonus.objects.count() == 1
+
+
+def test_a_worker_sees_their_own_bonuses_and_messages_on_their_work_page(client):
+    assignment = approved(reward_cents=140)
+    give(assignment, amount_cents=1250, reason="Sharp eyes on the hard pairs")
+    worker_message_send(
+        campaign=assignment.hit.campaign, worker=assignment.worker, subject="Thank you", body="Keep it up."
+    )
+    other = approved()
+    give(other, amount_cents=999, reason="Someone else's bonus")
+    client.force_login(assignment.worker.user)
+    page = client.get("/work/").content.decode()
+    assert 'id="bonus-total">$12.50<' in page and "Sharp eyes on the hard pairs" in page
+    assert "Thank you" in page and "Keep it up." in page
+    assert "Someone else" not in page and "$9.99" not in page
+    assert 'id="stat-earnings">$1.40<' in page
