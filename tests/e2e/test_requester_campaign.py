@@ -4,6 +4,8 @@ a queued build that the page follows until it is built or failed.
 Screenshots go to test-artifacts/ (gitignored): campaign-01-form.png ... campaign-07-build-failed.png.
 """
 
+import re
+
 import pytest
 
 from annotator.models import Campaign, CampaignStatus, Role
@@ -50,11 +52,18 @@ def test_requester_creates_builds_and_launches_a_campaign(live_server, browser):
     hits = campaign.hits.count()
     assert campaign.status == CampaignStatus.BUILT and hits > 0
     assert page.locator("#stat-hits").inner_text() == str(hits)
-    assert page.locator("#stat-cost").inner_text() == f"${hits * 2 * 1.4 * 1.2:.2f}"
+    cost = f"${hits * 2 * 1.4 * 1.2:,.2f}"
+    assert page.locator("#stat-cost").inner_text() == cost
     assert page.get_by_text("Overlap between annotators").is_visible()
     shot(page, "02-built")
 
     page.get_by_role("button", name="Launch").click()
+    page.wait_for_url(re.compile(r"/confirm/launch/"))
+    assert page.locator("#confirm-cost").inner_text() == cost  # the cost, before any money is spent
+    campaign.refresh_from_db()
+    assert campaign.status == CampaignStatus.BUILT
+    shot(page, "02b-confirm-launch")
+    page.get_by_role("button", name="Launch the campaign").click()
     page.wait_for_load_state()
     assert "Launched" in page.content()
     assert page.get_by_text(f"0 of {hits} HITs done").is_visible()
