@@ -253,6 +253,8 @@ def work_qualification(request, campaign_id: int):
     state = work_selectors.qualification_state(campaign=campaign, worker=request.worker)
     if state in ("passed", "not_required"):
         return redirect("work_campaign", campaign_id=campaign.pk)
+    if worker_notices.worker_block_notice(worker=request.worker, campaign=campaign) is not None:
+        return redirect("work_campaign", campaign_id=campaign.pk)  # a test leads nowhere: the page says why
     attempt = qualification_services.qualification_start(campaign=campaign, worker=request.worker)
     status = 200
     error = None

@@ -79,6 +79,17 @@ def test_a_platform_blocked_worker_is_told_why_and_offered_nothing():
     assert not worker.assignments.filter(status=AssignmentStatus.RESERVED).exists()
 
 
+def test_a_blocked_worker_is_not_offered_the_qualification_test_either():
+    campaign = live_campaign_with_hits(hits=1, qualification_items=2)
+    client, worker = logged_in_worker()
+    worker_platform_block(worker=worker, actor=UserFactory(is_staff=True), reason="shared account")
+    page = client.get(reverse("work_campaign", args=[campaign.pk])).content.decode()
+    assert 'id="take-test"' not in page and "shared account" in page
+    response = client.get(reverse("work_qualification", args=[campaign.pk]))
+    assert response.status_code == 302 and response["Location"] == reverse("work_campaign", args=[campaign.pk])
+    assert not worker.qualification_attempts.exists()
+
+
 def test_a_worker_blocked_by_one_requester_learns_only_that_this_requester_offers_no_work():
     tenants = two_tenants()
     client = Client()
