@@ -23,3 +23,11 @@ def number(value):
     if isinstance(value, float) and not value.is_integer():
         return f"{value:,}"
     return f"{int(value):,}"
+
+
+@register.simple_tag
+def new_idempotency_key():
+    """A fresh key for a form that must act once however often it is sent (a double click, a resend)."""
+    import uuid
+
+    return uuid.uuid4().hex

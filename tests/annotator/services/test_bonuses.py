@@ -230,3 +230,33 @@ def test_a_worker_sees_their_own_bonuses_and_messages_on_their_work_page(client)
     assert "Thank you" in page and "Keep it up." in page
     assert "Someone else" not in page and "$9.99" not in page
     assert 'id="stat-earnings">$1.40<' in page
+
+
+def test_a_requester_gives_a_bonus_and_writes_from_the_review_page_once_per_form(client):
+    assignment = approved()
+    campaign = assignment.hit.campaign
+    client.force_login(campaign.owner)
+    url = f"/review/assignments/{assignment.pk}/"
+    page = client.get(url).content.decode()
+    assert "Give the bonus" in page and 'name="idempotency_key"' in page
+    form = {"amount": "$2.25", "reason": "Hard pairs done well", "idempotency_key": "form-1"}
+    for _ in range(2):  # a double click sends the same form twice
+        response = client.post(f"/review/assignments/{assignment.pk}/bonus", form)
+        assert response.status_code == 302
+    assert list(Bonus.objects.values_list("amount_cents", flat=True)) == [225]
+    assert "$2.25: Hard pairs done well" in client.get(f"/review/assignments/{assignment.pk}/").content.decode()
+    for amount in ("1.505", "abc", "NaN", "1e40", "-1", "0"):
+        bad = client.post(
+            f"/review/assignments/{assignment.pk}/bonus", {**form, "amount": amount, "idempotency_key": amount}
+        )
+        assert bad.status_code == 400, amount
+    sent = client.post(f"/review/assignments/{assignment.pk}/message", {"subject": "Thanks", "body": "Well done."})
+    assert sent.status_code == 302 and WorkerMessage.objects.filter(worker=assignment.worker).count() == 1
+
+    client.force_login(user_with_role(Role.REQUESTER))
+    assert (
+        client.post(f"/review/assignments/{assignment.pk}/bonus", {**form, "idempotency_key": "x"}).status_code == 404
+    )
+    client.force_login(user_with_role(Role.WORKER))
+    assert client.post(f"/review/assignments/{assignment.pk}/message", {"subject": "a", "body": "b"}).status_code == 403
+    assert Bonus.objects.count() == 1 and WorkerMessage.objects.count() == 1

@@ -1,0 +1,75 @@
+"""Requester forms on an assignment's review page: a bonus for the worker, a message to them.
+
+Requester-only; an assignment of another requester's campaign is a 404 (annotator.access). Service errors
+render as 4xx pages with the service's message.
+"""
+
+from decimal import Decimal, InvalidOperation
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect
+from django.urls import path
+from django.views.decorators.http import require_POST
+
+from annotator.access import campaigns_managed_by
+from annotator.errors import ApplicationError
+from annotator.models import Assignment, Role
+from annotator.services.money.bonuses import bonus_give, worker_message_send
+from annotator.views.access import role_required
+
+
+def _assignment(request, assignment_id: int) -> Assignment:
+    assignment = Assignment.objects.select_related("hit__campaign", "worker").filter(pk=assignment_id).first()
+    if assignment is None or not campaigns_managed_by(request.user).filter(pk=assignment.hit.campaign_id).exists():
+        raise Http404("No such assignment.")
+    return assignment
+
+
+def _cents(text: str) -> int:
+    """'1.50' or '$1.50' -> 150; anything else is a 400 with a message."""
+    try:
+        amount = Decimal((text or "").strip().lstrip("$").replace(",", ""))
+        whole_cents = amount.is_finite() and amount == amount.quantize(Decimal("0.01"))
+    except InvalidOperation:
+        whole_cents = False
+    if not whole_cents:
+        raise ApplicationError("Give the bonus in dollars and cents, such as 1.50.")
+    return int(amount * 100)
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+def bonus_give_view(request, assignment_id: int):
+    assignment = _assignment(request, assignment_id)
+    bonus = bonus_give(
+        campaign=assignment.hit.campaign,
+        assignment=assignment,
+        amount_cents=_cents(request.POST.get("amount", "")),
+        reason=request.POST.get("reason", ""),
+        idempotency_key=request.POST.get("idempotency_key", ""),
+        actor=request.user,
+    )
+    messages.success(request, f"Bonus of ${bonus.amount_cents / 100:,.2f} given to {assignment.worker.pseudonym}.")
+    return redirect("review-assignment", assignment_id=assignment.pk)
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+def worker_message_view(request, assignment_id: int):
+    assignment = _assignment(request, assignment_id)
+    worker_message_send(
+        campaign=assignment.hit.campaign,
+        worker=assignment.worker,
+        subject=request.POST.get("subject", ""),
+        body=request.POST.get("body", ""),
+        actor=request.user,
+    )
+    messages.success(request, f"Message sent to {assignment.worker.pseudonym}.")
+    return redirect("review-assignment", assignment_id=assignment.pk)
+
+
+urlpatterns = [
+    path("review/assignments/<int:assignment_id>/bonus", bonus_give_view, name="bonus-give"),
+    path("review/assignments/<int:assignment_id>/message", worker_message_view, name="worker-message"),
+]
