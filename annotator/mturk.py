@@ -30,6 +30,9 @@ EXTERNAL_QUESTION = (
 # A worker waits in MTurk's iframe while we ask: fail fast (then 503, "try again") instead of boto3's
 # default minute-long timeouts and five attempts.
 ARRIVAL_CLIENT_CONFIG = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2, "mode": "standard"})
+# Approvals and rejections are sent by a Celery task that retries with backoff and counts every attempt:
+# one attempt is one call, so botocore does not retry behind its back.
+DECISION_CLIENT_CONFIG = Config(connect_timeout=10, read_timeout=30, retries={"max_attempts": 1, "mode": "standard"})
 ASSIGNMENT_ID_PATTERN = re.compile(r"^[A-Z0-9]{1,64}$")  # MTurk's EntityId
 # GetAssignment describes an assignment only once the worker submitted it; for one that is accepted (or
 # returned) it answers RequestError with this message.
@@ -147,14 +150,23 @@ def campaign_publish_to_mturk(
     return created
 
 
-def mturk_approve(*, assignment: Assignment, client, feedback: str = "") -> None:
-    """Approve the MTurk assignment behind `assignment` (no-op for local workers)."""
+def mturk_approve(*, assignment: Assignment, client, feedback: str = "", override_rejection: bool = False) -> None:
+    """Approve the MTurk assignment behind `assignment` (no-op for local workers); `override_rejection`
+    approves one that MTurk has as rejected."""
     if not assignment.external_assignment_id:
         return
     kwargs = {"AssignmentId": assignment.external_assignment_id}
     if feedback:
         kwargs["RequesterFeedback"] = feedback[:1024]
+    if override_rejection:
+        kwargs["OverrideRejection"] = True
     client.approve_assignment(**kwargs)
+
+
+def mturk_assignment_status(*, assignment: Assignment, client) -> str:
+    """MTurk's AssignmentStatus of a submitted assignment ("Submitted", "Approved", "Rejected"). One call."""
+    response = client.get_assignment(AssignmentId=assignment.external_assignment_id)
+    return (response.get("Assignment") or {}).get("AssignmentStatus", "")
 
 
 def mturk_reject(*, assignment: Assignment, client, feedback: str) -> None:
@@ -164,30 +176,3 @@ def mturk_reject(*, assignment: Assignment, client, feedback: str) -> None:
     if not feedback.strip():
         raise ApplicationError("MTurk requires a reason for a rejection.")
     client.reject_assignment(AssignmentId=assignment.external_assignment_id, RequesterFeedback=feedback[:1024])
-
-
-def _decide_on_mturk(decide, *, assignment: Assignment, client, **kwargs) -> bool:
-    """Run one MTurk decision; a failure is logged, never raised (the local decision already stands)."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        decide(assignment=assignment, client=client or mturk_client(), **kwargs)
-    except (BotoCoreError, ClientError, ApplicationError) as error:
-        logger.warning("MTurk decision for assignment %s failed: %s", assignment.pk, error)
-        return False
-    return True
-
-
-def assignment_approve_external(*, assignment: Assignment, client=None, feedback: str = "") -> bool:
-    """The quality-control seam (annotator/services/quality.py calls it after commit): approve on MTurk."""
-    return _decide_on_mturk(mturk_approve, assignment=assignment, client=client, feedback=feedback)
-
-
-def assignment_reject_external(*, assignment: Assignment, reason: str, client=None) -> bool:
-    """The quality-control seam: reject on MTurk with the requester's reason as the worker's feedback."""
-    return _decide_on_mturk(
-        mturk_reject,
-        assignment=assignment,
-        client=client,
-        feedback=reason or "The answers to the check questions were wrong.",
-    )

@@ -14,6 +14,7 @@ from annotator.views import (
     research,
     review,
     tokens,
+    webhooks,
     work,
 )
 
@@ -32,4 +33,5 @@ urlpatterns = [
     *tokens.urlpatterns,
     *ranking.urlpatterns,
     *operations.urlpatterns,
+    *webhooks.urlpatterns,
 ]

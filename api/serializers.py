@@ -14,6 +14,7 @@ from annotator.models import (
     ExportJob,
     ExportStatus,
     ExportVariant,
+    ExternalDecision,
     Label,
     MachineAnnotator,
     RankingRun,
@@ -255,12 +256,23 @@ class EvaluationSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class ExternalDecisionSerializer(serializers.ModelSerializer):
+    """The approval or rejection sent to MTurk for an MTurk assignment, and whether MTurk has it."""
+
+    class Meta:
+        model = ExternalDecision
+        fields = ["decision", "status", "attempts", "last_error", "updated_at", "sent_at"]
+        read_only_fields = fields
+
+
 class AssignmentSerializer(serializers.ModelSerializer):
     """For requesters reviewing work on their campaigns."""
 
     campaign = serializers.IntegerField(source="hit.campaign_id", read_only=True)
     worker = serializers.CharField(source="worker.pseudonym", read_only=True)
     worker_id = serializers.IntegerField(read_only=True)
+    # Null for a local worker's assignment and before any decision.
+    mturk_decision = ExternalDecisionSerializer(source="external_decision", read_only=True, allow_null=True)
 
     class Meta:
         model = Assignment
@@ -279,6 +291,7 @@ class AssignmentSerializer(serializers.ModelSerializer):
             "gold_total",
             "flags",
             "auto_approve_at",
+            "mturk_decision",
         ]
         read_only_fields = fields
 

@@ -8,6 +8,7 @@ from rest_framework.routers import DefaultRouter
 from api import views
 from api.labelsets import LabelSetViewSet
 from api.leaderboard import LeaderboardView
+from api.webhooks import WebhookDeliveryViewSet, WebhookEndpointViewSet
 
 router = DefaultRouter()
 router.register("datasets", views.DatasetViewSet, basename="api-dataset")
@@ -20,6 +21,8 @@ router.register("labels", views.LabelViewSet, basename="api-label")
 router.register("exports", views.ExportJobViewSet, basename="api-export")
 router.register("evaluations", views.EvaluationViewSet, basename="api-evaluation")
 router.register("labelsets", LabelSetViewSet, basename="api-labelset")
+router.register("webhooks", WebhookEndpointViewSet, basename="api-webhook")
+router.register("webhook-deliveries", WebhookDeliveryViewSet, basename="api-webhook-delivery")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -26,6 +26,7 @@ from annotator.models import (
     Evaluation,
     ExportJob,
     ExportStatus,
+    ExternalDecision,
     Label,
     MachineAnnotator,
     RankingRun,
@@ -373,6 +374,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         "retrieve": REQUESTER | {Role.WORKER},
         "approve": REQUESTER,
         "reject": REQUESTER,
+        "retry_mturk_decision": REQUESTER,
     }
 
     def get_serializer_class(self):
@@ -383,6 +385,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         assignments = Assignment.objects.select_related("hit", "hit__campaign", "worker").order_by("-id")
         if self.role == Role.WORKER:
             return assignments.filter(worker__user=user)
+        assignments = assignments.select_related("external_decision")
         assignments = _owned(assignments, user, "hit__campaign__owner")
         if self.action == "list":
             filters = _validated(s.AssignmentFilterSerializer, self.request.query_params)
@@ -414,6 +417,20 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
 
         data = _validated(s.RequiredReasonSerializer, request.data)
         assignment = assignment_reject(assignment=self.get_object(), actor=request.user, reason=data["reason"])
+        return Response(s.AssignmentSerializer(assignment).data)
+
+    @extend_schema(request=None, responses=s.AssignmentSerializer)
+    @action(detail=True, methods=["post"], url_path="retry-mturk-decision")
+    def retry_mturk_decision(self, request, pk=None):
+        """Send the assignment's decision to MTurk again after MTurk did not accept it (409 otherwise)."""
+        from annotator.services.quality.external_decisions import external_decision_retry
+
+        assignment = self.get_object()
+        decision = ExternalDecision.objects.filter(assignment=assignment).first()
+        if decision is None:
+            raise ApplicationError("This assignment has no decision for MTurk.", status=409)
+        external_decision_retry(decision=decision)
+        assignment = self.get_queryset().get(pk=assignment.pk)
         return Response(s.AssignmentSerializer(assignment).data)
 
 

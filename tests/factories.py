@@ -5,10 +5,12 @@ import io
 import factory
 from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
+from django.db.models import Max
 from django.utils import timezone
 from PIL import Image as PILImage
 
 from annotator import models
+from annotator.services.hits.hit_room import hit_room_recount
 
 
 def png_bytes(color=(200, 30, 30), size=(32, 24)) -> bytes:
@@ -108,12 +110,24 @@ class CampaignFactory(factory.django.DjangoModelFactory):
 
 
 class PairFactory(factory.django.DjangoModelFactory):
+    """An image-caption pair; `mismatched=True` pairs the image with another image's caption, as a build's
+    gold negatives are (and then, as a build flags it, the pair is not an original one)."""
+
     class Meta:
         model = models.Pair
 
+    class Params:
+        mismatched = False
+
     campaign = factory.SubFactory(CampaignFactory)
     image = factory.SubFactory(ImageFactory, dataset=factory.SelfAttribute("..campaign.dataset"))
-    caption = factory.SubFactory(CaptionFactory, image=factory.SelfAttribute("..image"))
+    caption = factory.Maybe(
+        "mismatched",
+        yes_declaration=factory.SubFactory(
+            CaptionFactory, image=factory.SubFactory(ImageFactory, dataset=factory.SelfAttribute("...campaign.dataset"))
+        ),
+        no_declaration=factory.SubFactory(CaptionFactory, image=factory.SelfAttribute("..image")),
+    )
     kind = models.PairKind.IMAGE_CAPTION
 
 
@@ -125,14 +139,28 @@ class HitFactory(factory.django.DjangoModelFactory):
     index = factory.Sequence(lambda n: n)
 
 
+def _next_position(item) -> int:
+    """Positions count from 1 within a HIT, as a build numbers them and as the worker sees them."""
+    last = models.HitItem.objects.filter(hit=item.hit).aggregate(last=Max("position"))["last"]
+    return (last or 0) + 1
+
+
 class HitItemFactory(factory.django.DjangoModelFactory):
+    """An item at the HIT's next position; a gold positive's pair is an original pair of the dataset, a gold
+    negative's pairs an image with another image's caption, as a build chooses them."""
+
     class Meta:
         model = models.HitItem
 
     hit = factory.SubFactory(HitFactory)
-    position = factory.Sequence(lambda n: n)
-    pair = factory.SubFactory(PairFactory, campaign=factory.SelfAttribute("..hit.campaign"))
     role = models.ItemRole.CANDIDATE
+    position = factory.LazyAttribute(_next_position)
+    pair = factory.SubFactory(
+        PairFactory,
+        campaign=factory.SelfAttribute("..hit.campaign"),
+        is_original=factory.LazyAttribute(lambda pair: pair.factory_parent.role == models.ItemRole.GOLD_POSITIVE),
+        mismatched=factory.LazyAttribute(lambda pair: pair.factory_parent.role == models.ItemRole.GOLD_NEGATIVE),
+    )
 
 
 class WorkerFactory(factory.django.DjangoModelFactory):
@@ -146,20 +174,28 @@ class WorkerFactory(factory.django.DjangoModelFactory):
 class AssignmentFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = models.Assignment
+        skip_postgeneration_save = True
 
     hit = factory.SubFactory(HitFactory)
     worker = factory.SubFactory(WorkerFactory)
     expires_at = factory.LazyFunction(lambda: timezone.now() + timezone.timedelta(minutes=30))
 
+    @factory.post_generation
+    def room(assignment, create, extracted, **kwargs):
+        """Hit.has_room as a claim leaves it: False once the active assignments reach assignments_required."""
+        if create:
+            hit_room_recount(hit=assignment.hit)
+
 
 def live_campaign_with_hits(
     *, hits: int = 2, candidates: int = 2, redundancy: int = 1, shared_gold: bool = False, **campaign_kwargs
 ):
-    """A live campaign with `hits` HITs of `candidates` candidates + 1 gold positive + 1 gold negative.
+    """A live campaign with `hits` HITs of `candidates` candidates and the campaign's gold (by default one
+    gold positive, an original pair, and one gold negative, an image with another image's caption).
 
-    Each HIT has its own two gold pairs, or with `shared_gold` every HIT has the same two (as the gold reuse
-    of a real build; one worker then gets one of those HITs only). Positions put the gold items in the
-    middle, as a real build shuffles them. A qualification pool apart from the HITs comes with it.
+    Each HIT has its own gold pairs, or with `shared_gold` every HIT has the same ones (as the gold reuse
+    of a real build; one worker then gets one of those HITs only). Positions count from 1 and put the gold
+    items in the middle, as a real build shuffles them. A qualification pool apart from the HITs comes with it.
     """
     campaign_kwargs.setdefault("qualification_items", 2)
     campaign = CampaignFactory(
@@ -169,19 +205,21 @@ def live_campaign_with_hits(
         launched_at=timezone.now(),
         **campaign_kwargs,
     )
-    gold_positive = gold_negative = None
+    gold = None
     for index in range(hits):
-        if gold_positive is None or not shared_gold:
-            gold_positive = PairFactory(campaign=campaign, is_original=True)
-            other = PairFactory(campaign=campaign, is_original=True)
-            gold_negative = PairFactory(campaign=campaign, image=gold_positive.image, caption=other.caption)
+        if gold is None or not shared_gold:
+            gold = [
+                (PairFactory(campaign=campaign, is_original=True), models.ItemRole.GOLD_POSITIVE)
+                for _ in range(campaign.gold_positives_per_hit)
+            ] + [
+                (PairFactory(campaign=campaign, mismatched=True), models.ItemRole.GOLD_NEGATIVE)
+                for _ in range(campaign.gold_negatives_per_hit)
+            ]
         hit = HitFactory(campaign=campaign, index=index, assignments_required=redundancy)
-        pairs = [PairFactory(campaign=campaign) for _ in range(candidates)]
-        roles = [models.ItemRole.CANDIDATE] * candidates
+        items = [(PairFactory(campaign=campaign), models.ItemRole.CANDIDATE) for _ in range(candidates)]
         middle = candidates // 2
-        pairs[middle:middle] = [gold_positive, gold_negative]
-        roles[middle:middle] = [models.ItemRole.GOLD_POSITIVE, models.ItemRole.GOLD_NEGATIVE]
-        for position, (pair, role) in enumerate(zip(pairs, roles, strict=False)):
+        items[middle:middle] = gold
+        for position, (pair, role) in enumerate(items, start=1):
             HitItemFactory(hit=hit, position=position, pair=pair, role=role)
     if campaign.qualification_items:
         add_qualification_pool(campaign=campaign, size=max(4, 2 * campaign.qualification_items))

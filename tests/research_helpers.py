@@ -57,7 +57,7 @@ def research_campaign(*, owner=None, method=models.AggregationMethod.MAJORITY, *
             pair=pair, run=run, direction=stage, rank=position + 1, score=0.9 - position / 10
         )
         factories.LabelFactory(pair=pair, method=method, choice=choice, confidence=0.75)
-        item = factories.HitItemFactory(hit=hit, position=position, pair=pair)
+        item = factories.HitItemFactory(hit=hit, pair=pair)
         models.Answer.objects.create(
             assignment=assignment,
             item=item,

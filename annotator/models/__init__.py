@@ -42,6 +42,12 @@ from annotator.models.crowd import (
     WrongAspect,
 )
 from annotator.models.dataset import DATASET_TRANSITIONS, Caption, Dataset, DatasetStatus, Image
+from annotator.models.decisions import (
+    EXTERNAL_DECISION_TRANSITIONS,
+    DecisionKind,
+    ExternalDecision,
+    ExternalDecisionStatus,
+)
 from annotator.models.gold import (
     GoldRetirement,
     GoldRetirementReason,

@@ -28,6 +28,7 @@ class RequeueKind(models.TextChoices):
     BUILD = "build", "Campaign build"
     RANKING = "ranking", "Ranking run"
     EXPORT = "export", "Label export"
+    MTURK_DECISION = "mturk_decision", "MTurk decision"
 
 
 class SweepRequeue(models.Model):

@@ -103,12 +103,13 @@ def assignment_review_detail(*, assignment: Assignment) -> dict:
         pair_ids=[item.pair_id for item in items if item.role in (ItemRole.GOLD_POSITIVE, ItemRole.GOLD_NEGATIVE)],
     )
     entries = []
-    for item in items:
+    # Numbered as the worker saw them (annotator.selectors.hits.hit_worker_items), whatever the stored positions.
+    for number, item in enumerate(items, start=1):
         answer = own.get(item.id)
         gold = _gold_expectation(item.role, campaign)
         entries.append(
             {
-                "position": item.position + 1,
+                "position": number,
                 "item": item,
                 "pair": item.pair,
                 "role": item.role,

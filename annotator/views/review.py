@@ -14,8 +14,9 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotator.errors import ApplicationError
-from annotator.models import FLAG_LABELS, Assignment, CleanupProposal, Role, Worker
+from annotator.models import FLAG_LABELS, Assignment, CleanupProposal, ExternalDecision, Role, Worker
 from annotator.queue import enqueue_on_commit
+from annotator.selectors.external_decisions import external_decisions_failed, external_decisions_unsent_count
 from annotator.selectors.quality import (
     assignment_review_detail,
     campaign_quality,
@@ -30,6 +31,7 @@ from annotator.services.quality.decisions import (
     assignments_bulk_decide,
     campaign_quality_policy_update,
 )
+from annotator.services.quality.external_decisions import external_decision_retry
 from annotator.services.quality.peers import assignment_peer_agreement
 from annotator.services.quality.trust import worker_block, worker_trust, worker_unblock
 from annotator.views.access import application_errors_as_400, role_required
@@ -69,7 +71,14 @@ def review_queue_page(request, campaign_id: int):
     return render(
         request,
         "review/queue.html",
-        {"campaign": campaign, "rows": rows, "counts": review_counts(campaign=campaign), "limit": QUEUE_PAGE_SIZE},
+        {
+            "campaign": campaign,
+            "rows": rows,
+            "counts": review_counts(campaign=campaign),
+            "limit": QUEUE_PAGE_SIZE,
+            "failed_decisions": external_decisions_failed(campaign=campaign)[:QUEUE_PAGE_SIZE],
+            "unsent_decisions": external_decisions_unsent_count(campaign=campaign),
+        },
     )
 
 
@@ -135,6 +144,20 @@ def review_bulk(request, campaign_id: int):
     verb = "approved" if decision == "approve" else "rejected"
     messages.success(request, f"{changed} assignment{'s' if changed != 1 else ''} {verb}.")
     return redirect("review-queue", campaign_id=campaign.pk)
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+@application_errors_as_400
+def mturk_decision_retry(request, decision_id: int):
+    """Send a decision MTurk did not accept again (the Retry button of the review queue)."""
+    decision = ExternalDecision.objects.select_related("assignment").filter(pk=decision_id).first()
+    if decision is None:
+        raise Http404("No such decision.")
+    assignment = _assignment(request, decision.assignment_id)  # 404 unless the requester's campaign
+    external_decision_retry(decision=decision)
+    messages.success(request, f"The {decision.decision} of assignment {assignment.pk} is being sent to MTurk again.")
+    return redirect("review-queue", campaign_id=assignment.hit.campaign_id)
 
 
 @require_GET
@@ -244,4 +267,5 @@ urlpatterns = [
     ),
     path("review/assignments/<int:assignment_id>/", review_assignment_page, name="review-assignment"),
     path("review/assignments/<int:assignment_id>/decide", review_decide, name="review-decide"),
+    path("review/mturk-decisions/<int:decision_id>/retry", mturk_decision_retry, name="review-mturk-retry"),
 ]

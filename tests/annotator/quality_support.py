@@ -11,8 +11,8 @@ def hit_with_gold(*, campaign=None, candidates: int = 4, **campaign_options):
     campaign = campaign or CampaignFactory(**campaign_options)
     hit = HitFactory(campaign=campaign, assignments_required=campaign.redundancy)
     roles = [ItemRole.CANDIDATE] * candidates + [ItemRole.GOLD_POSITIVE, ItemRole.GOLD_NEGATIVE]
-    for position, role in enumerate(roles):
-        HitItemFactory(hit=hit, position=position, role=role)
+    for role in roles:
+        HitItemFactory(hit=hit, role=role)
     return hit
 
 

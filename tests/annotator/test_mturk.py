@@ -86,16 +86,6 @@ def test_approve_and_reject_call_mturk_for_external_assignments_only(client):
         mturk_reject(assignment=external, client=client, feedback=" ")
 
 
-def test_quality_control_seam_mirrors_decisions_and_survives_mturk_errors(client):
-    from annotator.mturk import assignment_approve_external, assignment_reject_external
-
-    external = AssignmentFactory(external_assignment_id="3SEAM")
-    client.stubber.add_response("approve_assignment", {}, {"AssignmentId": "3SEAM"})
-    client.stubber.add_client_error("reject_assignment", service_error_code="RequestError", http_status_code=400)
-    assert assignment_approve_external(assignment=external, client=client) is True
-    assert assignment_reject_external(assignment=external, reason="wrong gold", client=client) is False
-
-
 def test_arrival_verify_reads_get_assignment_and_refuses_what_mturk_contradicts(client):
     """Submitted/approved: the worker and HIT must match; accepted (MTurk gives no details): "Accepted"."""
     hit = live_campaign_with_hits(hits=1).hits.get()

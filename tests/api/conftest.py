@@ -72,8 +72,17 @@ def world(db) -> World:
         if state != "draft":
             factories.HitFactory(campaign=lifecycle, index=0)
         states[f"{state}_campaign"] = lifecycle.pk
+    # A webhook endpoint of the requester (a closed port: attempts fail at once) with a given-up delivery.
+    from annotator.services.webhooks.delivery import webhook_endpoint_create
+
+    endpoint = webhook_endpoint_create(owner=users["requester"], url="http://127.0.0.1:9/hook")
+    delivery = models.WebhookDelivery.objects.create(
+        endpoint=endpoint, message_id="msg_world", event="import.done", status=models.DeliveryStatus.FAILED
+    )
     ids = {
         **states,
+        "webhook": endpoint.pk,
+        "webhook_delivery": delivery.pk,
         "build_dataset": build_dataset.pk,
         "build_run": build_run.pk,
         "campaign": campaign.pk,

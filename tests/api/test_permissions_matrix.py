@@ -65,6 +65,14 @@ ENDPOINTS = [
     ("assignments-detail", "get", "assignments/{assignment}/", None, codes(401, 200, 404, 403, 403, 200)),
     ("assignments-approve", "post", "assignments/{assignment}/approve/", {}, REQ_DETAIL),
     ("assignments-reject", "post", "assignments/{assignment}/reject/", {"reason": "gold answers wrong"}, REQ_DETAIL),
+    # The world's assignment is a local worker's: nothing for MTurk, so the requester is told so (409).
+    (
+        "assignments-retry-mturk-decision",
+        "post",
+        "assignments/{assignment}/retry-mturk-decision/",
+        {},
+        codes(401, 409, 404, 403, 403, 403),
+    ),
     ("workers-list", "get", "workers/", None, REQ_LIST),
     ("workers-detail", "get", "workers/{worker}/", None, REQ_DETAIL),
     ("workers-block", "post", "workers/{worker}/block/", {"reason": "random answers"}, REQ_DETAIL),
@@ -94,6 +102,19 @@ ENDPOINTS = [
     ("evaluations-csv", "get", "evaluations/{evaluation}/csv/", None, READ_DETAIL),
     ("leaderboard", "get", "leaderboard/?campaign={campaign}", None, READ_DETAIL),
     ("schema", "get", "schema/", None, codes(200, 200, 200, 200, 200, 200)),
+    ("webhooks-list", "get", "webhooks/", None, REQ_LIST),
+    ("webhooks-detail", "get", "webhooks/{webhook}/", None, REQ_DETAIL),
+    ("webhooks-deliveries", "get", "webhooks/{webhook}/deliveries/", None, REQ_DETAIL),
+    ("webhooks-create", "post", "webhooks/", {"url": "https://example.org/h"}, codes(401, 201, 201, 403, 403, 403)),
+    ("webhook-deliveries-list", "get", "webhook-deliveries/", None, REQ_LIST),
+    ("webhook-deliveries-detail", "get", "webhook-deliveries/{webhook_delivery}/", None, REQ_DETAIL),
+    (
+        "webhook-deliveries-redeliver",
+        "post",
+        "webhook-deliveries/{webhook_delivery}/redeliver/",
+        {},
+        codes(401, 202, 404, 403, 403, 403),
+    ),
 ]
 
 

@@ -42,6 +42,8 @@ REAL_IDS = {
     "exports": "export",
     "evaluations": "evaluation",
     "labelsets": "labelset",
+    "webhooks": "webhook",
+    "webhook-deliveries": "webhook_delivery",
 }
 
 

@@ -120,13 +120,13 @@ def test_new_worker_end_to_end(live_server, browser, media_served):
     assert assignment.status in (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
     answers = {a.item.position: a for a in Answer.objects.filter(assignment=assignment).select_related("item")}
     assert len(answers) == 18
-    seventh_answer = answers[6]
+    seventh_answer = answers[7]
     assert (seventh_answer.choice, seventh_answer.shortcomings, seventh_answer.wrong_aspects) == (
         "mostly_no",
         ["wrong_way"],
         ["color"],
     )
-    assert answers[2].shortcomings == ["extra_concepts"]
+    assert answers[3].shortcomings == ["extra_concepts"]
     assert sum(a.seconds_spent for a in answers.values()) > 0
 
     # The same page on a phone: one column, readable

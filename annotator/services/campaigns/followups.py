@@ -177,7 +177,7 @@ def followups_plan(*, campaign: Campaign) -> dict:
             HitItem.objects.bulk_create(
                 [
                     HitItem(hit=hit, position=position, pair_id=items[k][0], role=items[k][1])
-                    for position, k in enumerate(order.tolist())
+                    for position, k in enumerate(order.tolist(), start=1)
                 ]
             )
             report["hits"] += 1

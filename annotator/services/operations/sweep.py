@@ -7,8 +7,8 @@ always findable from the database, so celery beat runs this every SWEEP_EVERY_SE
 - submissions without a score SWEEP_SCORE_AFTER_SECONDS after submit are scored here and now (scoring
   takes milliseconds, and scored_at makes a second scoring a no-op);
 - leases past their expiry are released (the same service the lease beat runs);
-- imports, campaign builds, ranking runs and exports that show no progress for their stale time are
-  queued again. Each task claims its job under a row lock, so a duplicate of a message that was only
+- imports, campaign builds, ranking runs, exports and decisions for MTurk that show no progress for their
+  stale time are queued again. Each task claims its job under a row lock, so a duplicate of a message that was only
   late does nothing. SweepRequeue remembers when a job was last queued, so a job waiting in a long queue
   is not queued again on every pass.
 
@@ -26,6 +26,7 @@ from django.utils import timezone
 from annotator.errors import ApplicationError
 from annotator.models import ExportStatus, RequeueKind, RunStatus, SweepRequeue, SweepRun
 from annotator.queue import enqueue_on_commit
+from annotator.selectors.external_decisions import external_decisions_lost
 from annotator.selectors.operations import (
     StaleTimes,
     assignments_unscored_overdue,
@@ -40,6 +41,7 @@ from annotator.services.campaigns.build import BUILD_STALE_AFTER, campaign_build
 from annotator.services.exports.jobs import EXPORT_STALE_AFTER, EXPORT_TASK
 from annotator.services.hits.assignments import assignments_expire
 from annotator.services.importing.uploads import IMPORT_STALE_AFTER, dataset_import_retry
+from annotator.services.quality.external_decisions import SEND_TASK as DECISION_TASK
 from annotator.services.quality.scoring import assignment_score
 from annotator.services.ranking.runs import RANKING_TASK
 
@@ -159,6 +161,24 @@ def _resume_exports(*, stale: StaleTimes, now, problems: list[str]) -> list[int]
     ]
 
 
+def _resume_external_decisions(*, stale: StaleTimes, now, problems: list[str]) -> list[int]:
+    """The task locks the decision and skips a sent one, so a duplicate never sends it twice."""
+    return [
+        decision_id
+        for decision_id in external_decisions_lost(stale=stale.queued_jobs, now=now)
+        .order_by("updated_at")
+        .values_list("pk", flat=True)[:SCORE_BATCH]
+        if _requeue(
+            RequeueKind.MTURK_DECISION,
+            DECISION_TASK,
+            decision_id,
+            within=stale.queued_jobs,
+            now=now,
+            problems=problems,
+        )
+    ]
+
+
 def work_sweep(*, now=None, time_budget_seconds: float = 20.0) -> SweepRun:
     """One pass of the sweep (see the module docstring); returns its SweepRun.
 
@@ -179,6 +199,7 @@ def work_sweep(*, now=None, time_budget_seconds: float = 20.0) -> SweepRun:
         ("builds", _resume_builds),
         ("ranking_runs", _resume_runs),
         ("exports", _resume_exports),
+        ("mturk_decisions", _resume_external_decisions),
     ):
         try:
             ids = resume(stale=stale, now=now, problems=problems)

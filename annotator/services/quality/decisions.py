@@ -2,12 +2,12 @@
 tolerance for gold misses.
 
 Lock order, everywhere in services/quality/: Assignment row, then Worker row, then Hit row. Every status
-change goes through assignment_transition and leaves an AssignmentEvent (from, to, actor, reason).
+change goes through assignment_transition and leaves an AssignmentEvent (from, to, actor, reason). A
+decision on an MTurk assignment is also written for MTurk in the same transaction and sent after commit
+(annotator.services.quality.external_decisions).
 """
 
 from __future__ import annotations
-
-import logging
 
 from django.db import transaction
 
@@ -22,9 +22,8 @@ from annotator.models import (
 )
 from annotator.services.accounts.audit import audit_record
 from annotator.services.hits.assignments import assignment_transition
+from annotator.services.quality.external_decisions import external_decision_record
 from annotator.services.quality.trust import worker_trust_refresh
-
-logger = logging.getLogger(__name__)
 
 
 def hit_status_refresh(*, hit_id: int) -> Hit:
@@ -42,29 +41,6 @@ def hit_status_refresh(*, hit_id: int) -> Hit:
             hit.status = status
             hit.save(update_fields=["status"])
         return hit
-
-
-def _external_decision(*, assignment: Assignment, approve: bool, reason: str) -> None:
-    """Tell MTurk about the decision when the assignment came from there.
-
-    The seam: `annotator.mturk` (the worker-UI area) may offer `assignment_approve_external(assignment=...)`
-    and `assignment_reject_external(assignment=..., reason=...)`; called after commit so a failed call to
-    AWS never undoes the local decision (it is retried from the MTurk sync instead).
-    """
-    if not assignment.external_assignment_id:
-        return
-    try:
-        from annotator import mturk  # optional module of the worker-UI area
-    except ImportError:
-        logger.info("No annotator.mturk module; assignment %s decided locally only", assignment.pk)
-        return
-    name = "assignment_approve_external" if approve else "assignment_reject_external"
-    call = getattr(mturk, name, None)
-    if call is None:
-        logger.info("annotator.mturk has no %s; assignment %s decided locally only", name, assignment.pk)
-        return
-    kwargs = {"assignment": assignment} if approve else {"assignment": assignment, "reason": reason}
-    transaction.on_commit(lambda: call(**kwargs))
 
 
 def _audit_override(*, assignment: Assignment, target: str, actor, reason: str) -> None:
@@ -91,7 +67,7 @@ def assignment_approve(*, assignment: Assignment, actor=None, reason: str = "") 
             _audit_override(assignment=locked, target=AssignmentStatus.APPROVED, actor=actor, reason=reason)
             assignment_transition(assignment=locked, target=AssignmentStatus.APPROVED, actor=actor, reason=reason)
             hit_status_refresh(hit_id=locked.hit_id)
-            _external_decision(assignment=locked, approve=True, reason=reason)
+            external_decision_record(assignment=locked, approve=True, reason=reason)
             worker_trust_refresh(worker_id=locked.worker_id)
     return locked
 
@@ -111,7 +87,7 @@ def assignment_reject(*, assignment: Assignment, actor=None, reason: str) -> Ass
             _audit_override(assignment=locked, target=AssignmentStatus.REJECTED, actor=actor, reason=reason)
             assignment_transition(assignment=locked, target=AssignmentStatus.REJECTED, actor=actor, reason=reason)
             hit_status_refresh(hit_id=locked.hit_id)
-            _external_decision(assignment=locked, approve=False, reason=reason)
+            external_decision_record(assignment=locked, approve=False, reason=reason)
             worker_trust_refresh(worker_id=locked.worker_id)
     return locked
 

@@ -185,6 +185,11 @@ def webhook_redeliver(*, delivery: WebhookDelivery) -> WebhookDelivery:
     """Send a given-up delivery again (a requester's button); the attempt count starts over."""
     with transaction.atomic():
         locked = WebhookDelivery.objects.select_for_update().get(pk=delivery.pk)
+        if locked.status != DeliveryStatus.FAILED:
+            raise ApplicationError(
+                f"Only a delivery that was given up can be sent again; this one is {locked.get_status_display()}.",
+                status=409,
+            )
         check_transition(
             transitions=DELIVERY_TRANSITIONS, current=locked.status, target=DeliveryStatus.PENDING, what="delivery"
         )

@@ -142,7 +142,7 @@ def test_a_gold_item_the_crowd_contradicts_stops_counting():
     assert all(a.flags == [FLAG_GOLD_FAILED] for a in scored)
     assert gold_pairs_disputed(campaign=first.campaign) == {negative.pair_id: (5, 5)}
     second = HitFactory(campaign=first.campaign, assignments_required=1)
-    for position, item in enumerate(first.items.all()):
-        HitItemFactory(hit=second, position=position, pair=item.pair, role=item.role)
+    for item in first.items.all():
+        HitItemFactory(hit=second, position=item.position, pair=item.pair, role=item.role)
     sixth = assignment_score(assignment_id=submit(second, candidate="no", gold_negative="partially_yes").pk)
     assert (sixth.gold_correct, sixth.gold_total) == (1, 1) and sixth.flags == []

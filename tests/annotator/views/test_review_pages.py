@@ -170,3 +170,21 @@ def test_quality_page_lists_disputed_gold(client, flagged):
     assert "Gold items the crowd contradicts" in page and "6/6" in page
     detail = client.get(reverse("review-assignment", args=[assignment.pk])).content.decode()
     assert "disputed: 6 of 6" in detail
+
+
+def test_the_review_page_numbers_a_workers_items_1_to_18_as_the_worker_saw_them(client):
+    """Item k of the review page is item k of the worker's HIT page (once shown as "items 2-19")."""
+    import re
+
+    from annotator.selectors.hits import hit_worker_items
+    from tests.factories import live_campaign_with_hits
+
+    campaign = live_campaign_with_hits(hits=1, candidates=16, qualification_items=0)
+    hit = campaign.hits.get()
+    assignment = submit(hit)
+    seen = [(entry["position"], entry["caption"]) for entry in hit_worker_items(hit=hit)]
+    client.force_login(campaign.owner)
+    page = client.get(reverse("review-assignment", args=[assignment.pk])).content.decode()
+    rows = re.findall(r'<td>(\d+)</td>\s*<td class="review-pair">.*?class="review-caption">([^<]*)<', page, re.S)
+    assert [(int(number), caption) for number, caption in rows] == seen
+    assert [number for number, _ in seen] == list(range(1, 19))
