@@ -419,7 +419,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         assignment = assignment_reject(assignment=self.get_object(), actor=request.user, reason=data["reason"])
         return Response(s.AssignmentSerializer(assignment).data)
 
-    @extend_schema(request=None, responses=s.AssignmentSerializer)
+    @extend_schema(request=None, responses={200: s.AssignmentSerializer, **errors(409)})
     @action(detail=True, methods=["post"], url_path="retry-mturk-decision")
     def retry_mturk_decision(self, request, pk=None):
         """Send the assignment's decision to MTurk again after MTurk did not accept it (409 otherwise)."""
