@@ -203,6 +203,7 @@ SPECTACULAR_SETTINGS = {
         "LabelSetFormatEnum": "annotator.models.labelsets.LabelSetFormat.choices",
         "LabelSetExportFormatEnum": "annotator.services.labelsets.exports.FORMATS",
         "JobStatusEnum": "annotator.models.research.ExportStatus.choices",
+        "WebhookEventEnum": "annotator.models.webhooks.WebhookEvent.choices",
     },
 }
 
