@@ -11,6 +11,8 @@ takes the checked worker's own answers out of the comparison. The flag rule, per
   (each pair counts |2 q - 1|, so a pair the others are unsure of counts little) over all the worker's
   candidate answers in the campaign; or on the assignment's own answers with QUALITY_POSTERIOR_HIT_LEVEL
   (a worker careful on one HIT and careless on the next);
+- with too little evidence to judge (a short follow-up HIT), `disagrees_with_peers` again when another of the
+  worker's assignments on the campaign was flagged so and not approved;
 - a tolerated gold miss is excused when that probability is below QUALITY_POSTERIOR_EXCUSE_BELOW (or the
   worker's gold record is trusted); otherwise `gold_failed`.
 
@@ -25,7 +27,15 @@ from django.conf import settings
 
 from annotator.analysis.posterior import PosteriorFit, WorkerEvidence
 from annotator.analysis.trust import is_trusted
-from annotator.models import FLAG_GOLD_FAILED, FLAG_PEER_DISAGREEMENT, Campaign, HitItem, ItemRole
+from annotator.models import (
+    FLAG_GOLD_FAILED,
+    FLAG_PEER_DISAGREEMENT,
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    HitItem,
+    ItemRole,
+)
 from annotator.selectors.posterior import campaign_posterior
 from annotator.services.quality.trust import trust_policy, worker_trust
 
@@ -82,6 +92,18 @@ class CrowdCheck:
         return False
 
 
+def _found_careless_before(assignment) -> bool:
+    """Whether another of the worker's assignments on this campaign was flagged as disagreeing with the crowd
+    and not approved after all (a requester who approved it overruled the flag)."""
+    earlier = (
+        Assignment.objects.filter(hit__campaign_id=assignment.hit.campaign_id, worker_id=assignment.worker_id)
+        .exclude(pk=assignment.pk)
+        .exclude(status=AssignmentStatus.APPROVED)
+        .values_list("flags", flat=True)
+    )
+    return any(FLAG_PEER_DISAGREEMENT in (flags or []) for flags in earlier)
+
+
 def assignment_crowd_flags(*, assignment, check: CrowdCheck) -> tuple[list[str], bool]:
     """The flags the crowd's posterior gives a due assignment, and whether there was enough evidence to
     judge it (when not, the caller may wait for more answers)."""
@@ -92,6 +114,8 @@ def assignment_crowd_flags(*, assignment, check: CrowdCheck) -> tuple[list[str],
     careless = (enough and overall.p_below >= _setting("QUALITY_POSTERIOR_FLAG_LEVEL", 0.7)) or (
         this.compared >= min_items and this.p_below >= _setting("QUALITY_POSTERIOR_HIT_LEVEL", 0.95)
     )
+    if not careless and not enough and _found_careless_before(assignment):
+        careless = True  # too little to clear a worker the crowd already found careless on this campaign
     if careless:
         flags.append(FLAG_PEER_DISAGREEMENT)
     missed = (assignment.gold_total or 0) - (assignment.gold_correct or 0)

@@ -110,3 +110,26 @@ def test_approval_does_not_wait_forever():
     assert assignments_auto_approve_due(now=timezone.now() + timedelta(hours=1 + 72 + 1)) == 1
     lone.refresh_from_db()
     assert lone.status == AssignmentStatus.APPROVED
+
+
+def test_too_little_evidence_does_not_clear_a_worker_found_careless_before():
+    """A guesser flagged on one HIT (and rejected) then takes a short HIT nobody else answered: with too little
+    evidence to judge it, their record on the campaign sends it to review instead of paying it."""
+    from annotator.services.quality.decisions import assignment_reject
+
+    hit = hit_with_gold(candidates=16, redundancy=5)
+    _peers(hit, n=4, candidate="no")
+    lucky = assignment_score(assignment_id=submit(hit, candidate="yes").pk)
+    assignments_auto_approve_due(now=timezone.now() + LATER)
+    lucky.refresh_from_db()
+    assert lucky.flags == [FLAG_PEER_DISAGREEMENT]
+    assignment_reject(assignment=lucky, reason="Disagrees with everyone.")
+
+    short = hit_with_gold(campaign=hit.campaign, candidates=2)
+    again = assignment_score(assignment_id=submit(short, worker=lucky.worker, candidate="yes").pk)
+    stranger = assignment_score(assignment_id=submit(short, candidate="yes").pk)
+    assignments_auto_approve_due(now=timezone.now() + LATER * 2)
+    again.refresh_from_db()
+    stranger.refresh_from_db()
+    assert again.flags == [FLAG_PEER_DISAGREEMENT] and again.status == AssignmentStatus.SUBMITTED
+    assert stranger.status == AssignmentStatus.APPROVED  # no record against them: too little evidence is no flag
