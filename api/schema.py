@@ -2,8 +2,9 @@
 
 Errors all have one body (api/exceptions.py, and the outage middleware's 503): `{"error": message, ...}`.
 AutoSchema adds to each operation the error responses its view can give, read from the view itself:
-- 400 when the operation takes input (a body, or query parameters such as the page bounds), 413 when it
-  takes a body (one over the upload limit is refused before it is read),
+- 400 when the operation takes input (a body, or query parameters such as the page bounds); 413 and 415
+  when it takes a body (one over the upload limit is refused before it is read; one in a media type the
+  operation does not read is refused),
 - 401 when it needs a logged-in caller, 403 when it checks the caller's role,
 - 404 when it looks an object up by the id in its path,
 - 429 when it is throttled, 503 always (PostgreSQL or Redis away), both with Retry-After.
@@ -32,6 +33,7 @@ DESCRIPTIONS = {
     404: "No such object, or it is not the caller's to see.",
     409: "The object's state does not allow this now: `error` says why.",
     413: "The body or a file in it is over the size limit: `error` gives the limit.",
+    415: "The body's Content-Type is not one this operation reads.",
     429: "Too many requests: try again after Retry-After seconds.",
     503: "A component (PostgreSQL, Redis) is briefly away: try again after Retry-After seconds.",
 }
@@ -81,7 +83,7 @@ class AutoSchema(SpectacularAutoSchema):
         if self.method in WRITE_METHODS or "requestBody" in operation or _has_query(operation):
             codes.append(400)
         if "requestBody" in operation:
-            codes.append(413)
+            codes += [413, 415]
         if any(issubclass(permission, (IsAuthenticated, RolePermission)) for permission in permissions):
             codes.append(401)
         if RolePermission in permissions:

@@ -33,7 +33,7 @@ def test_every_operation_declares_its_standard_errors_with_the_error_body(spec):
         if method != "GET" or "requestBody" in operation:
             assert "400" in responses, where
         if "requestBody" in operation:
-            assert "413" in responses, where
+            assert "413" in responses and "415" in responses, where
 
 
 @pytest.mark.parametrize(
