@@ -112,3 +112,11 @@ def test_a_failed_dataset_is_deleted_and_a_ready_one_is_refused(client, requeste
     assert client.post(reverse("dataset-delete", args=[theirs.pk])).status_code == 404
     assert client.post(reverse("dataset-delete", args=[failed.pk])).status_code == 302
     assert set(Dataset.objects.values_list("pk", flat=True)) == {ready.pk, theirs.pk}
+
+
+def test_a_failed_datasets_page_links_to_its_deletion(client, requester):
+    failed = DatasetFactory(owner=requester, status=DatasetStatus.FAILED)
+    ready = DatasetFactory(owner=requester, status=DatasetStatus.READY)
+    link = reverse("dataset-delete", args=[failed.pk])
+    assert link in client.get(reverse("dataset-detail", args=[failed.pk])).content.decode()
+    assert "Delete this dataset" not in client.get(reverse("dataset-detail", args=[ready.pk])).content.decode()
