@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from annotator.errors import ApplicationError
-from annotator.models import Campaign, CampaignStatus, Dataset, DatasetStatus
+from annotator.models import AssignmentStatus, Campaign, CampaignStatus, Dataset, DatasetStatus
 from annotator.selectors.campaigns import campaign_list_managed
 from annotator.selectors.datasets import dataset_list_visible
 
@@ -81,3 +81,15 @@ def dataset_list_filtered(*, user, wanted: ListFilter) -> QuerySet[Dataset]:
     if wanted.status:
         datasets = datasets.filter(status=wanted.status)
     return datasets.order_by(*DATASET_SORTS[wanted.sort])
+
+
+def campaign_list_for_review(*, user) -> QuerySet[Campaign]:
+    """The campaigns `user` manages that have had work, each with how many submissions await a decision;
+    those with the most waiting first."""
+    waiting = Count("hits__assignments", filter=Q(hits__assignments__status=AssignmentStatus.SUBMITTED), distinct=True)
+    return (
+        campaign_list_managed(user=user)
+        .filter(status__in=[CampaignStatus.LIVE, CampaignStatus.PAUSED, CampaignStatus.FINISHED])
+        .annotate(waiting=waiting)
+        .order_by("-waiting", "-created_at", "-id")
+    )

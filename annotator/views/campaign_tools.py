@@ -15,6 +15,7 @@ from annotator.errors import ApplicationError
 from annotator.models import Role
 from annotator.selectors import work as work_selectors
 from annotator.selectors.campaigns import campaign_get_managed
+from annotator.selectors.listing import campaign_list_for_review
 from annotator.services.campaigns.copying import campaign_clone
 from annotator.services.campaigns.removal import campaign_delete
 from annotator.services.campaigns.sharing import campaign_share
@@ -121,7 +122,15 @@ def dataset_remove(request, dataset_id: int):
     )
 
 
+@require_GET
+@role_required(Role.REQUESTER)
+def review_index(request):
+    """Where the nav's Review goes: the requester's launched campaigns with the submissions awaiting review."""
+    return render(request, "review/index.html", {"campaigns": campaign_list_for_review(user=request.user)})
+
+
 urlpatterns = [
+    path("review/", review_index, name="review-index"),
     path("campaigns/<int:campaign_id>/sharing/", campaign_sharing, name="campaign-sharing"),
     path("campaigns/<int:campaign_id>/preview/", campaign_preview, name="campaign-preview"),
     path("campaigns/<int:campaign_id>/copy/", campaign_copy, name="campaign-copy"),
