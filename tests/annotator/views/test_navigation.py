@@ -7,6 +7,7 @@ import pytest
 from django.conf import settings
 from django.template import Context, Template
 from django.urls import reverse
+from django.utils import timezone
 
 from annotator.models import Role
 from tests.factories import DatasetFactory, user_with_role
@@ -72,3 +73,18 @@ def test_times_are_written_as_utc_time_elements_for_the_browser_to_localise(clie
     assert "<script>" not in page  # the conversion is in the static script every page loads
     script = (settings.BASE_DIR / "static" / "js" / "vericap.js").read_text()
     assert 'querySelectorAll("time[datetime]")' in script and "toLocaleString" in script
+
+
+def test_the_review_index_counts_submissions_awaiting_a_decision(client):
+    from annotator.models import AssignmentStatus, Campaign, CampaignStatus
+    from tests.factories import AssignmentFactory, HitFactory
+
+    requester = user_with_role(Role.REQUESTER)
+    hit = HitFactory()
+    Campaign.objects.filter(pk=hit.campaign_id).update(owner=requester, status=CampaignStatus.LIVE, name="Waiting")
+    for status in (AssignmentStatus.SUBMITTED, AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED):
+        AssignmentFactory(hit=hit, status=status, submitted_at=timezone.now())
+    client.force_login(requester)
+    page = client.get(reverse("review-index")).content.decode()
+    assert f'href="{reverse("review-queue", args=[hit.campaign_id])}">Waiting</a>' in page
+    assert '<td class="num">2</td>' in page
