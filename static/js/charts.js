@@ -1,0 +1,125 @@
+// Charts: every [data-chart] figure names the kind of chart and, in data-source, the id of the json_script
+// element that holds its series (annotator/selectors/charts.py). Chart.js is vendored in
+// static/vendor/chartjs; nothing here is inline, so the Content-Security-Policy stays strict.
+// Each figure keeps a table beside it: the chart is for people who would rather look.
+(function () {
+  "use strict";
+  if (typeof window.Chart === "undefined") return;
+  var Chart = window.Chart;
+  // Colour-blind safe (Okabe-Ito), dark enough on white.
+  var COLOURS = ["#0072B2", "#009E73", "#E69F00", "#D55E00", "#CC79A7", "#56B4E9", "#8a6d00", "#000000", "#999999", "#6a3d9a"];
+  Chart.defaults.animation = false;
+  Chart.defaults.font.family = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
+  Chart.defaults.color = "#1b1f24";
+
+  function percentAxis(extra) {
+    var axis = { min: 0, max: 1, ticks: { callback: function (v) { return Math.round(v * 100) + "%"; } } };
+    return Object.assign(axis, extra || {});
+  }
+  function percentLabel(context) {
+    var v = context.parsed.y;
+    return context.dataset.label + ": " + (v === null || v === undefined ? "-" : (v * 100).toFixed(1) + "%");
+  }
+
+  var BUILDERS = {
+    // Assignments submitted and approved per bucket (bars), and in all (lines, right axis).
+    throughput: function (d) {
+      return {
+        data: {
+          labels: d.labels,
+          datasets: [
+            { type: "bar", label: "Submitted", data: d.submitted, backgroundColor: COLOURS[0], yAxisID: "y" },
+            { type: "bar", label: "Approved", data: d.approved, backgroundColor: COLOURS[1], yAxisID: "y" },
+            { type: "line", label: "Submitted in all", data: d.total_submitted, borderColor: COLOURS[0], backgroundColor: COLOURS[0], yAxisID: "total" },
+            { type: "line", label: "Approved in all", data: d.total_approved, borderColor: COLOURS[1], backgroundColor: COLOURS[1], borderDash: [6, 4], yAxisID: "total" }
+          ]
+        },
+        options: {
+          scales: {
+            y: { beginAtZero: true, title: { display: true, text: "per " + d.unit }, ticks: { precision: 0 } },
+            total: { position: "right", beginAtZero: true, title: { display: true, text: "in all" }, grid: { drawOnChartArea: false }, ticks: { precision: 0 } }
+          }
+        }
+      };
+    },
+    // A histogram of seconds per item.
+    histogram: function (d) {
+      return {
+        type: "bar",
+        data: { labels: d.labels, datasets: [{ label: "Answers", data: d.counts, backgroundColor: COLOURS[0], categoryPercentage: 1, barPercentage: 0.95 }] },
+        options: {
+          plugins: { legend: { display: false } },
+          scales: { x: { title: { display: true, text: "seconds per item" } }, y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: "answers" } } }
+        }
+      };
+    },
+    // Approval and gold accuracy per worker: a floating bar spans the Wilson interval, a dot marks the rate.
+    intervals: function (d) {
+      return {
+        data: {
+          labels: d.labels,
+          datasets: [
+            { type: "bar", label: "Approval, 95% interval", data: d.approval_interval, backgroundColor: "rgba(0,114,178,0.35)", borderColor: COLOURS[0], borderWidth: 1 },
+            { type: "bar", label: "Gold accuracy, 95% interval", data: d.gold_interval, backgroundColor: "rgba(213,94,0,0.3)", borderColor: COLOURS[3], borderWidth: 1 },
+            { type: "line", label: "Approval rate", data: d.approval, showLine: false, pointRadius: 5, pointStyle: "circle", borderColor: COLOURS[0], backgroundColor: COLOURS[0] },
+            { type: "line", label: "Gold accuracy", data: d.gold, showLine: false, pointRadius: 5, pointStyle: "rectRot", borderColor: COLOURS[3], backgroundColor: COLOURS[3] }
+          ]
+        },
+        options: {
+          scales: { y: percentAxis() },
+          plugins: {
+            tooltip: {
+              callbacks: {
+                label: function (context) {
+                  var raw = context.raw;
+                  if (Array.isArray(raw)) return context.dataset.label + ": " + (raw[0] * 100).toFixed(1) + "% to " + (raw[1] * 100).toFixed(1) + "%";
+                  return percentLabel(context);
+                }
+              }
+            }
+          }
+        }
+      };
+    },
+    // Table B.2: shares of each answer per rank, stacked to 100%.
+    stacked: function (d) {
+      return {
+        type: "bar",
+        data: {
+          labels: d.labels,
+          datasets: d.series.map(function (s, i) { return { label: s.label, data: s.data, backgroundColor: COLOURS[i % COLOURS.length] }; })
+        },
+        options: {
+          scales: { x: { stacked: true }, y: percentAxis({ stacked: true }) },
+          plugins: { tooltip: { callbacks: { label: percentLabel } } }
+        }
+      };
+    },
+    // Table B.3: one group of bars per error type, one bar per annotator.
+    grouped: function (d) {
+      return {
+        type: "bar",
+        data: {
+          labels: d.labels,
+          datasets: d.rows.map(function (row, i) { return { label: row.annotator, data: row.shares, backgroundColor: COLOURS[i % COLOURS.length] }; })
+        },
+        options: {
+          scales: { y: percentAxis({ max: undefined, suggestedMax: 0.5 }) },
+          plugins: { tooltip: { callbacks: { label: percentLabel } } }
+        }
+      };
+    }
+  };
+
+  document.querySelectorAll("[data-chart]").forEach(function (figure) {
+    var build = BUILDERS[figure.getAttribute("data-chart")];
+    var source = document.getElementById(figure.getAttribute("data-source"));
+    var canvas = figure.querySelector("canvas");
+    if (!build || !source || !canvas) return;
+    var config = build(JSON.parse(source.textContent));
+    config.options = Object.assign({ responsive: true }, config.options);
+    var chart = new Chart(canvas, config);
+    figure.setAttribute("data-chart-drawn", "true");
+    figure.chart = chart;
+  });
+})();
