@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta
+from itertools import pairwise
 
 from annotator.analysis.trust import wilson_interval
 from annotator.models import (
@@ -162,7 +163,7 @@ def seconds_per_item(*, campaign: Campaign) -> dict:
         values.append(value)
         index = max(i for i, low in enumerate(SECONDS_BINS) if value >= low)
         counts[index] += 1
-    labels = [f"{low}-{high} s" for low, high in zip(SECONDS_BINS, SECONDS_BINS[1:])] + [f"{SECONDS_BINS[-1]} s +"]
+    labels = [f"{low}-{high} s" for low, high in pairwise(SECONDS_BINS)] + [f"{SECONDS_BINS[-1]} s +"]
     values.sort()
     median = _round(values[len(values) // 2]) if values else None
     return {"labels": labels, "counts": counts, "answers": len(values), "median": median}
@@ -174,4 +175,3 @@ def _round(value: float) -> float:
 
 def _pair(interval: tuple[float, float]) -> list[float]:
     return [_round(interval[0]), _round(interval[1])]
-
