@@ -17,9 +17,33 @@
     return Object.assign(axis, extra || {});
   }
   function percentLabel(context) {
-    var v = context.parsed.y;
+    var v = context.chart.options.indexAxis === "y" ? context.parsed.x : context.parsed.y;
     return context.dataset.label + ": " + (v === null || v === undefined ? "-" : (v * 100).toFixed(1) + "%");
   }
+
+  // Draws each bar's estimate (dataset.estimates) as a dark line across the bar.
+  var ESTIMATES = {
+    id: "estimates",
+    afterDatasetsDraw: function (chart) {
+      var ctx = chart.ctx, y = chart.scales.y;
+      chart.data.datasets.forEach(function (dataset, i) {
+        if (!dataset.estimates || !chart.isDatasetVisible(i)) return;
+        chart.getDatasetMeta(i).data.forEach(function (bar, j) {
+          var value = dataset.estimates[j];
+          if (value === null || value === undefined) return;
+          var py = y.getPixelForValue(value);
+          ctx.save();
+          ctx.strokeStyle = dataset.borderColor;
+          ctx.lineWidth = 3;
+          ctx.beginPath();
+          ctx.moveTo(bar.x - bar.width / 2, py);
+          ctx.lineTo(bar.x + bar.width / 2, py);
+          ctx.stroke();
+          ctx.restore();
+        });
+      });
+    }
+  };
 
   var BUILDERS = {
     // Assignments submitted and approved per bucket (bars), and in all (lines, right axis).
@@ -53,16 +77,16 @@
         }
       };
     },
-    // Approval and gold accuracy per worker: a floating bar spans the Wilson interval, a dot marks the rate.
+    // Approval and gold accuracy per worker: a floating bar spans the Wilson interval, a dark line across it
+    // marks the rate (the estimates plugin below draws it).
     intervals: function (d) {
       return {
+        type: "bar",
         data: {
           labels: d.labels,
           datasets: [
-            { type: "bar", label: "Approval, 95% interval", data: d.approval_interval, backgroundColor: "rgba(0,114,178,0.35)", borderColor: COLOURS[0], borderWidth: 1 },
-            { type: "bar", label: "Gold accuracy, 95% interval", data: d.gold_interval, backgroundColor: "rgba(213,94,0,0.3)", borderColor: COLOURS[3], borderWidth: 1 },
-            { type: "line", label: "Approval rate", data: d.approval, showLine: false, pointRadius: 5, pointStyle: "circle", borderColor: COLOURS[0], backgroundColor: COLOURS[0] },
-            { type: "line", label: "Gold accuracy", data: d.gold, showLine: false, pointRadius: 5, pointStyle: "rectRot", borderColor: COLOURS[3], backgroundColor: COLOURS[3] }
+            { label: "Approval rate, 95% interval", data: d.approval_interval, estimates: d.approval, backgroundColor: "rgba(0,114,178,0.35)", borderColor: COLOURS[0], borderWidth: 1 },
+            { label: "Gold accuracy, 95% interval", data: d.gold_interval, estimates: d.gold, backgroundColor: "rgba(213,94,0,0.3)", borderColor: COLOURS[3], borderWidth: 1 }
           ]
         },
         options: {
@@ -71,14 +95,15 @@
             tooltip: {
               callbacks: {
                 label: function (context) {
-                  var raw = context.raw;
-                  if (Array.isArray(raw)) return context.dataset.label + ": " + (raw[0] * 100).toFixed(1) + "% to " + (raw[1] * 100).toFixed(1) + "%";
-                  return percentLabel(context);
+                  var raw = context.raw, rate = context.dataset.estimates[context.dataIndex];
+                  if (!Array.isArray(raw)) return context.dataset.label + ": -";
+                  return context.dataset.label + ": " + (rate * 100).toFixed(1) + "% (" + (raw[0] * 100).toFixed(1) + "% to " + (raw[1] * 100).toFixed(1) + "%)";
                 }
               }
             }
           }
-        }
+        },
+        plugins: [ESTIMATES]
       };
     },
     // Table B.2: shares of each answer per rank, stacked to 100%.
@@ -95,7 +120,8 @@
         }
       };
     },
-    // Table B.3: one group of bars per error type, one bar per annotator.
+    // Table B.3: one group of bars per error type, one bar per annotator; lying down, so the long names of
+    // the shortcomings read level.
     grouped: function (d) {
       return {
         type: "bar",
@@ -104,7 +130,8 @@
           datasets: d.rows.map(function (row, i) { return { label: row.annotator, data: row.shares, backgroundColor: COLOURS[i % COLOURS.length] }; })
         },
         options: {
-          scales: { y: percentAxis({ max: undefined, suggestedMax: 0.5 }) },
+          indexAxis: "y",
+          scales: { x: percentAxis({ max: undefined, suggestedMax: 0.5 }) },
           plugins: { tooltip: { callbacks: { label: percentLabel } } }
         }
       };
