@@ -47,8 +47,9 @@ def _campaign_with_a_days_work(owner):
             assignment.status, assignment.decided_at = AssignmentStatus.REJECTED, start + timedelta(minutes=60 * n + 30)
         assignment.save()
         if answers[n % 4] in ("partially_yes", "mostly_no"):
+            reasons, aspects = ["wrong_way", "extra_concepts"][: 1 + n % 2], ["color", "quantity"][: 1 + n % 2]
             Answer.objects.filter(assignment=assignment, item__role=ItemRole.CANDIDATE).update(
-                shortcomings=["wrong_way", "extra_concepts"][: 1 + n % 2], wrong_aspects=["color", "quantity"][: n % 2 + 1]
+                shortcomings=reasons, wrong_aspects=aspects
             )
         WorkerStanding.objects.create(requester=owner, worker=assignment.worker, gold_correct=n + 1, gold_total=8)
     return hit.campaign
@@ -60,9 +61,10 @@ def test_campaign_and_quality_pages_draw_their_charts(live_server, browser):
     page = logged_in_context(browser, live_server, owner, viewport={"width": 1280, "height": 900}).new_page()
     page.set_default_timeout(15000)
     problems = []
-    page.on("console", lambda message: message.type == "error" and "404" not in message.text and problems.append(message.text))
-    # Only the product's own scripts and styles count: the factory pairs' images have no files behind them.
-    page.on("response", lambda response: "/static/" in response.url and response.status >= 400 and problems.append(response.url))
+    # A refused inline script or a script error would show here. Missing files are judged by their address
+    # below: only the product's own static files count, the factory pairs' images have no files behind them.
+    page.on("console", lambda msg: msg.type == "error" and "404" not in msg.text and problems.append(msg.text))
+    page.on("response", lambda resp: "/static/" in resp.url and resp.status >= 400 and problems.append(resp.url))
     page.on("pageerror", lambda error: problems.append(str(error)))
 
     page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
