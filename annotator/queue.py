@@ -10,13 +10,17 @@ message that cannot be sent after commit is logged and left to the sweep (annota
 which finds the work by its state (a submission without a score, an import without progress) and does
 it. Outside a transaction there is nothing committed yet to protect: the error reaches the caller, which
 may refuse the request (503) and undo its own state.
+
+Long work started from a request (a ranking run) goes through `enqueue_in_background_on_commit`: with a
+broker it is the same as `enqueue_on_commit`; with eager Celery it runs in a thread of this process after
+commit, so the request answers at once instead of holding the person (and a server thread) for minutes.
 """
 
 import logging
 import threading
 
 from celery import current_app
-from django.db import transaction
+from django.db import connections, transaction
 
 logger = logging.getLogger(__name__)
 
@@ -51,3 +55,33 @@ def enqueue_on_commit(task_name: str, *args, **kwargs) -> None:
         transaction.on_commit(lambda: _send_or_leave_to_sweep(task, args, kwargs))
     else:
         task.delay(*args, **kwargs)
+
+
+def _run_in_thread(task, args, kwargs) -> threading.Thread:
+    def run():
+        try:
+            task.apply(args=list(args), kwargs=kwargs)
+        except Exception:  # the task records its own failure on its row; nobody waits on this thread
+            logger.exception("background task %s%r failed", task.name, args)
+        finally:
+            connections.close_all()  # this thread's connections; nothing else would close them
+
+    # A daemon: a server that stops does not wait for it. Work it leaves unfinished is found by its state
+    # and resumed by the sweep, as for a worker that was killed.
+    thread = threading.Thread(target=run, name=f"background {task.name}{args!r}", daemon=True)
+    thread.start()
+    return thread
+
+
+def enqueue_in_background_on_commit(task_name: str, *args, **kwargs) -> None:
+    """Send `task_name(*args, **kwargs)` once the current transaction commits, never running it in this thread.
+
+    With a broker this is enqueue_on_commit. With eager Celery (the embedded default) the task runs in a new
+    daemon thread of this process after commit (at once outside a transaction); the caller returns without
+    waiting for it. The task must be safe to run beside requests: it takes ids and locks its own rows.
+    """
+    if not current_app.conf.task_always_eager:
+        enqueue_on_commit(task_name, *args, **kwargs)
+        return
+    task = _task(task_name)
+    transaction.on_commit(lambda: _run_in_thread(task, args, kwargs))

@@ -10,7 +10,6 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
-    OpenApiResponse,
     extend_schema,
     extend_schema_view,
     inline_serializer,
@@ -49,6 +48,7 @@ from annotator.services.labelsets.rankings import (
     ranking_run_upload,
 )
 from api.permissions import READERS, REQUESTER
+from api.schema import errors
 from api.serializers import CampaignSerializer, RankingRunSerializer, id_field
 from api.views import ScopedViewSet, _validated
 
@@ -67,7 +67,7 @@ class LabelSetSerializer(serializers.ModelSerializer):
     label = serializers.CharField(read_only=True)
     url = serializers.SerializerMethodField()
     dataset_name = serializers.CharField(source="dataset.name", read_only=True)
-    created_by = serializers.CharField(source="created_by.username", read_only=True, default=None)
+    created_by = serializers.CharField(source="created_by.username", read_only=True, allow_null=True, default=None)
     operands = serializers.SerializerMethodField()
 
     class Meta:
@@ -305,7 +305,7 @@ class LabelSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     def _readable(self, label_set_id) -> LabelSet:
         return labelset_get_readable(user=self.request.user, label_set_id=label_set_id)
 
-    @extend_schema(request=DeriveSerializer, responses={201: LabelSetSerializer})
+    @extend_schema(request=DeriveSerializer, responses={201: LabelSetSerializer, **errors(404)})
     def create(self, request):
         """A derived set: the union, intersection or difference of 2 to 8 sets of one dataset."""
         data = _validated(DeriveSerializer, request.data)
@@ -321,7 +321,9 @@ class LabelSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         )
         return self._created(label_set)
 
-    @extend_schema(request={"multipart/form-data": ImportSerializer}, responses={201: LabelSetSerializer})
+    @extend_schema(
+        request={"multipart/form-data": ImportSerializer}, responses={201: LabelSetSerializer, **errors(404)}
+    )
     @action(detail=False, methods=["post"], url_path="import", parser_classes=[MultiPartParser, FormParser])
     def import_file(self, request):
         """Import a released label file as a new set (or the next version of a set of that name).
@@ -346,7 +348,7 @@ class LabelSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         )
         return self._created(label_set)
 
-    @extend_schema(request=FromCampaignSerializer, responses={201: LabelSetSerializer})
+    @extend_schema(request=FromCampaignSerializer, responses={201: LabelSetSerializer, **errors(404, 409)})
     @action(detail=False, methods=["post"], url_path="from-campaign")
     def from_campaign(self, request):
         """A crowd-verified set: a campaign's labels of one aggregation method, lenient or strict."""
@@ -362,7 +364,7 @@ class LabelSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         )
         return self._created(label_set)
 
-    @extend_schema(request=FromOriginalSerializer, responses={201: LabelSetSerializer})
+    @extend_schema(request=FromOriginalSerializer, responses={201: LabelSetSerializer, **errors(404, 409)})
     @action(detail=False, methods=["post"], url_path="from-original")
     def from_original(self, request):
         """The dataset's original pairs as a set (every image and every caption a judged query)."""
@@ -374,7 +376,11 @@ class LabelSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
 
     @extend_schema(
         parameters=[ExportQuerySerializer],
-        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+        responses={
+            (200, "application/json"): OpenApiTypes.OBJECT,
+            (200, "text/csv"): OpenApiTypes.STR,
+            (200, "application/x-ndjson"): OpenApiTypes.STR,
+        },
     )
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None):
@@ -388,7 +394,7 @@ class LabelSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response
 
-    @extend_schema(parameters=[CompareQuerySerializer], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[CompareQuerySerializer], responses={200: OpenApiTypes.OBJECT, **errors(404)})
     @action(detail=False, methods=["get"])
     def compare(self, request):
         """ECCV Caption Tables 2 and 3 for 1 to 8 sets of one dataset: positives per query with ratios,
@@ -399,7 +405,7 @@ class LabelSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         baseline = self._readable(query["baseline"]) if "baseline" in query else None
         return Response(labelset_compare(label_sets=sets, queries_of=queries_of, baseline=baseline))
 
-    @extend_schema(parameters=[BiasQuerySerializer], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[BiasQuerySerializer], responses={200: OpenApiTypes.OBJECT, **errors(409)})
     @action(detail=True, methods=["get"])
     def bias(self, request, pk=None):
         """Machine-annotator bias of a crowd-verified set (ECCV Caption App. E.3); 409 for other kinds."""
@@ -462,7 +468,7 @@ class LabelSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
 
     @extend_schema(
         request=UnjudgedCampaignSerializer,
-        responses={201: CampaignSerializer, 409: OpenApiResponse(description="Nothing left to judge.")},
+        responses={201: CampaignSerializer, **errors(404, 409)},
     )
     @action(detail=True, methods=["post"], url_path="unjudged-campaign")
     def unjudged_campaign(self, request, pk=None):
@@ -478,7 +484,7 @@ class LabelSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         campaign = labelset_unjudged_campaign(label_set=label_set, run=run, owner=request.user, **data)
         return Response(CampaignSerializer(campaign).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=MergeCampaignSerializer, responses={201: LabelSetSerializer})
+    @extend_schema(request=MergeCampaignSerializer, responses={201: LabelSetSerializer, **errors(404, 409)})
     @action(detail=True, methods=["post"], url_path="merge-campaign")
     def merge_campaign(self, request, pk=None):
         """The next version of this set with a campaign's verified labels of its queries merged in."""

@@ -11,6 +11,7 @@ from annotator.selectors.leaderboard import leaderboard, leaderboard_json
 from annotator.selectors.research import campaign_get_readable, label_method_resolve
 from api import serializers as s
 from api.permissions import READERS, RolePermission
+from api.schema import errors
 
 
 class LeaderboardView(APIView):
@@ -22,7 +23,7 @@ class LeaderboardView(APIView):
     permission_classes = [IsAuthenticated, RolePermission]
     roles = READERS
 
-    @extend_schema(parameters=[s.LeaderboardQuerySerializer], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(parameters=[s.LeaderboardQuerySerializer], responses={200: OpenApiTypes.OBJECT, **errors(404, 409)})
     def get(self, request):
         query = s.LeaderboardQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)

@@ -65,12 +65,14 @@ class MachineAnnotatorSerializer(serializers.ModelSerializer):
 
 
 class RankingRunSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
     progress_fraction = serializers.SerializerMethodField()
 
     class Meta:
         model = RankingRun
         fields = [
             "id",
+            "url",
             "annotator",
             "dataset",
             "status",
@@ -86,6 +88,11 @@ class RankingRunSerializer(serializers.ModelSerializer):
             "finished_at",
         ]
         read_only_fields = fields
+
+    def get_url(self, run) -> str:
+        url = reverse("api-run-detail", args=[run.pk])
+        request = self.context.get("request")
+        return request.build_absolute_uri(url) if request else url
 
     def get_progress_fraction(self, run) -> float:
         return round(run.chunks_done / run.chunks_total, 4) if run.chunks_total else 0.0

@@ -55,8 +55,12 @@ from annotator.services.research.scorecards import evaluation_request
 from api import serializers as s
 from api.pagination import Pagination
 from api.permissions import EVERYONE, READERS, REQUESTER, RolePermission
+from api.schema import errors
 
 ALL_DIRECTIONS = ("i2t", "t2i", "t2t", "i2i")
+LOCATION = OpenApiParameter(
+    "Location", str, OpenApiParameter.HEADER, response=[201, 202], description="The URL of what was created."
+)
 
 
 def _validated(serializer_class, data, **kwargs) -> dict:
@@ -103,7 +107,11 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
 
         return dataset_list_visible(user=self.request.user).order_by("id")
 
-    @extend_schema(request={"multipart/form-data": s.DatasetImportSerializer}, responses={202: s.DatasetSerializer})
+    @extend_schema(
+        request={"multipart/form-data": s.DatasetImportSerializer},
+        responses={202: s.DatasetSerializer, **errors(409)},
+        parameters=[LOCATION],
+    )
     def create(self, request):
         """Queue an import into (or an addition to) the dataset `name`: a captions file and a zip of images.
 
@@ -125,7 +133,7 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
         body = s.DatasetSerializer(dataset, context={"request": request}).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
-    @extend_schema(request=None, responses={202: s.DatasetSerializer})
+    @extend_schema(request=None, responses={202: s.DatasetSerializer, **errors(409)})
     @action(detail=True, methods=["post"])
     def retry(self, request, pk=None):
         """Queue a failed import, or one that stopped making progress, again with the same uploaded files."""
@@ -147,7 +155,9 @@ class MachineAnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
     def scoped_queryset(self):
         return MachineAnnotator.objects.order_by("id")
 
-    @extend_schema(request=s.MachineAnnotatorCreateSerializer, responses={201: s.MachineAnnotatorSerializer})
+    @extend_schema(
+        request=s.MachineAnnotatorCreateSerializer, responses={201: s.MachineAnnotatorSerializer, **errors(409)}
+    )
     def create(self, request):
         from annotator.services.ranking.annotators import annotator_register
 
@@ -168,8 +178,18 @@ class RankingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     def scoped_queryset(self):
         return runs_visible_to(self.request.user).order_by("id")
 
-    @extend_schema(request=s.RankingRunCreateSerializer, responses={201: s.RankingRunSerializer})
+    @extend_schema(
+        request=s.RankingRunCreateSerializer,
+        responses={202: s.RankingRunSerializer, **errors(404, 409)},
+        parameters=[LOCATION],
+    )
     def create(self, request):
+        """Queue a ranking run (or answer the same run while one is queued or running).
+
+        202 at once with the run `queued` and its `url` (also in Location); a worker ranks, or on the
+        embedded default a thread of the server. GET the `url` for `status` and progress. A dataset that
+        is not ready is a 409; an unknown dataset or annotator a 404.
+        """
         from annotator.services.ranking.runs import ranking_run_start
 
         data = _validated(s.RankingRunCreateSerializer, request.data)
@@ -177,10 +197,13 @@ class RankingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         annotator = MachineAnnotator.objects.filter(pk=data["annotator"]).first()
         if annotator is None:
             raise ApplicationError(f"There is no machine annotator {data['annotator']}.", status=404)
-        run = ranking_run_start(dataset=dataset, annotator=annotator, top_k=data["top_k"], created_by=request.user)
-        return Response(s.RankingRunSerializer(run).data, status=status.HTTP_201_CREATED)
+        run = ranking_run_start(
+            dataset=dataset, annotator=annotator, top_k=data["top_k"], created_by=request.user, in_background=True
+        )
+        body = s.RankingRunSerializer(run, context={"request": request}).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
-    @extend_schema(request=None, responses=s.RankingRunSerializer)
+    @extend_schema(request=None, responses={200: s.RankingRunSerializer, **errors(409)})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         from annotator.services.ranking.runs import ranking_run_cancel
@@ -211,7 +234,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
             campaigns = campaigns_managed_by(user)
         return campaigns.prefetch_related("shared_with", "runs").order_by("id")
 
-    @extend_schema(request=s.CampaignCreateSerializer, responses={201: s.CampaignSerializer})
+    @extend_schema(request=s.CampaignCreateSerializer, responses={201: s.CampaignSerializer, **errors(404)})
     def create(self, request):
         """A draft campaign over succeeded ranking runs of one of your datasets."""
         from annotator.services.campaigns.lifecycle import campaign_create
@@ -232,7 +255,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         campaign = getattr(services, service_name)(campaign=self.get_object())
         return Response(s.CampaignSerializer(campaign).data)
 
-    @extend_schema(request=None, responses={202: s.CampaignSerializer})
+    @extend_schema(request=None, responses={202: s.CampaignSerializer, **errors(409)})
     @action(detail=True, methods=["post"])
     def build(self, request, pk=None):
         """Queue the build: pool the runs, choose gold, pack HITs (draft or built -> building -> built).
@@ -246,19 +269,19 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         campaign = campaign_build_request(campaign=self.get_object())
         return Response(s.CampaignSerializer(campaign).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=None, responses=s.CampaignSerializer)
+    @extend_schema(request=None, responses={200: s.CampaignSerializer, **errors(409)})
     @action(detail=True, methods=["post"])
     def launch(self, request, pk=None):
         """built -> live: workers can take its HITs."""
         return self._transition("campaign_launch")
 
-    @extend_schema(request=None, responses=s.CampaignSerializer)
+    @extend_schema(request=None, responses={200: s.CampaignSerializer, **errors(409)})
     @action(detail=True, methods=["post"])
     def pause(self, request, pk=None):
         """live -> paused: no new HITs are handed out."""
         return self._transition("campaign_pause")
 
-    @extend_schema(request=None, responses=s.CampaignSerializer)
+    @extend_schema(request=None, responses={200: s.CampaignSerializer, **errors(409)})
     @action(detail=True, methods=["post"])
     def resume(self, request, pk=None):
         """paused -> live."""
@@ -318,7 +341,8 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         return response
 
     @extend_schema(request=None, responses=s.LabelCountSerializer(many=True))
-    @action(detail=True, methods=["get"], url_path="label-counts")
+    # One row per aggregation method, a handful at most: a plain list, not a page.
+    @action(detail=True, methods=["get"], url_path="label-counts", pagination_class=None)
     def labels_summary(self, request, pk=None):
         """Labels per aggregation method: how many, how many positive (lenient and strict)."""
         return Response(s.LabelCountSerializer(label_counts(campaign=self.get_object()), many=True).data)
@@ -375,7 +399,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
                 assignments = assignments.filter(flags=[])
         return assignments
 
-    @extend_schema(request=s.ReasonSerializer, responses=s.AssignmentSerializer)
+    @extend_schema(request=s.ReasonSerializer, responses={200: s.AssignmentSerializer, **errors(409)})
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None):
         from annotator.services.quality.decisions import assignment_approve
@@ -384,7 +408,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         assignment = assignment_approve(assignment=self.get_object(), actor=request.user, reason=data["reason"])
         return Response(s.AssignmentSerializer(assignment).data)
 
-    @extend_schema(request=s.RequiredReasonSerializer, responses=s.AssignmentSerializer)
+    @extend_schema(request=s.RequiredReasonSerializer, responses={200: s.AssignmentSerializer, **errors(409)})
     @action(detail=True, methods=["post"])
     def reject(self, request, pk=None):
         from annotator.services.quality.decisions import assignment_reject
@@ -393,7 +417,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         assignment = assignment_reject(assignment=self.get_object(), actor=request.user, reason=data["reason"])
         return Response(s.AssignmentSerializer(assignment).data)
 
-    @extend_schema(request=None, responses=s.AssignmentSerializer)
+    @extend_schema(request=None, responses={200: s.AssignmentSerializer, **errors(409)})
     @action(detail=True, methods=["post"], url_path="retry-mturk-decision")
     def retry_mturk_decision(self, request, pk=None):
         """Send the assignment's decision to MTurk again after MTurk did not accept it (409 otherwise)."""
@@ -509,7 +533,7 @@ class ExportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedV
     def scoped_queryset(self):
         return exports_visible_to(self.request.user).order_by("-id")
 
-    @extend_schema(request=s.ExportCreateSerializer, responses={202: s.ExportJobSerializer})
+    @extend_schema(request=s.ExportCreateSerializer, responses={202: s.ExportJobSerializer, **errors(404)})
     def create(self, request):
         data = _validated(s.ExportCreateSerializer, request.data)
         campaign = campaign_get_readable(user=request.user, campaign_id=data.pop("campaign"))
@@ -517,7 +541,7 @@ class ExportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedV
         job.refresh_from_db()  # with eager Celery it has already run
         return Response(self.get_serializer(job).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, **errors(409)})
     @action(detail=True, methods=["get"], url_name="download")
     def download(self, request, pk=None):
         """The exported file, streamed from storage."""
@@ -540,7 +564,8 @@ class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         return evaluations_visible_to(self.request.user).order_by("-id")
 
     @extend_schema(
-        request=s.EvaluationCreateSerializer, responses={201: s.EvaluationSerializer, 200: s.EvaluationSerializer}
+        request=s.EvaluationCreateSerializer,
+        responses={201: s.EvaluationSerializer, 200: s.EvaluationSerializer, **errors(404, 409)},
     )
     def create(self, request):
         """Evaluate uploaded rankings or a stored ranking run against a campaign's labels.

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from annotator.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from annotator.services.webhooks.delivery import webhook_endpoint_create, webhook_endpoint_delete, webhook_redeliver
+from api.schema import errors
 from api.views import ScopedViewSet, _validated
 
 
@@ -90,7 +91,7 @@ class WebhookDeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, S
     def scoped_queryset(self):
         return WebhookDelivery.objects.filter(endpoint__owner=self.request.user).order_by("-created_at", "-id")
 
-    @extend_schema(request=None, responses={202: WebhookDeliverySerializer})
+    @extend_schema(request=None, responses={202: WebhookDeliverySerializer, **errors(409)})
     @action(detail=True, methods=["post"])
     def redeliver(self, request, pk=None):
         """Send a given-up delivery again (409 while it is still pending or once delivered)."""

@@ -183,7 +183,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
     # Per token (the caller's account) and per address; over either a 429 with Retry-After.
     "DEFAULT_THROTTLE_CLASSES": ["api.throttles.TokenRateThrottle", "api.throttles.AddressRateThrottle"],

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from annotator.access import campaigns_managed_by
 from annotator.analysis.pooling import overlap_matrix
@@ -142,9 +143,27 @@ def campaign_statistics(*, campaign: Campaign, include_progress: bool = True) ->
 
 
 def campaign_progress(*, campaign: Campaign) -> dict:
-    """HITs done (complete) out of the total, and assignments by status."""
-    hit_counts = Hit.objects.filter(campaign=campaign).aggregate(
-        total=Count("pk"), complete=Count("pk", filter=Q(status=HitStatus.COMPLETE))
+    """HITs done (complete: approved) out of the total, HITs submitted (every slot handed in, awaiting
+    review), and assignments by status. A HIT counts once: as approved when complete, else as submitted."""
+    handed_in = (
+        Assignment.objects.filter(
+            hit=OuterRef("pk"), status__in=[AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED]
+        )
+        .order_by()
+        .values("hit_id")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    hit_counts = (
+        Hit.objects.filter(campaign=campaign)
+        .alias(handed_in=Coalesce(Subquery(handed_in, output_field=IntegerField()), 0))
+        .aggregate(
+            total=Count("pk"),
+            complete=Count("pk", filter=Q(status=HitStatus.COMPLETE)),
+            submitted=Count(
+                "pk", filter=Q(status=HitStatus.OPEN, handed_in__gte=F("assignments_required"), handed_in__gt=0)
+            ),
+        )
     )
     by_status = dict(
         Assignment.objects.filter(hit__campaign=campaign)
@@ -156,6 +175,8 @@ def campaign_progress(*, campaign: Campaign) -> dict:
     return {
         "hits_total": total,
         "hits_done": hit_counts["complete"] or 0,
+        "hits_approved": hit_counts["complete"] or 0,
+        "hits_submitted": hit_counts["submitted"] or 0,
         "percent": round(100.0 * (hit_counts["complete"] or 0) / total, 1) if total else 0.0,
         "assignments": {status: by_status.get(status, 0) for status in AssignmentStatus.values},
     }

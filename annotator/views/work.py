@@ -39,6 +39,7 @@ from annotator.models import (
     WrongAspect,
 )
 from annotator.selectors import work as work_selectors
+from annotator.selectors import worker_notices
 from annotator.services.accounts.workers import worker_for_external, worker_for_user, worker_set_auto_accept
 from annotator.services.hits import answers as answer_services
 from annotator.services.hits import assignments as assignment_services
@@ -150,11 +151,27 @@ def _allow_mturk_frame(response, worker: Worker):
 @require_GET
 @worker_required
 def work_home(request):
+    campaigns = work_selectors.campaigns_open_for_worker(worker=request.worker)
+    for row in campaigns:
+        row["estimate"] = worker_notices.campaign_pay_estimate(campaign=row["campaign"])
+    recent = list(work_selectors.worker_recent_assignments(worker=request.worker))
+    rejections = worker_notices.assignment_rejection_reasons(
+        assignment_ids=[a.pk for a in recent if a.status == AssignmentStatus.REJECTED]
+    )
     context = {
         "worker": request.worker,
         "stats": work_selectors.worker_dashboard(worker=request.worker),
-        "campaigns": work_selectors.campaigns_open_for_worker(worker=request.worker),
-        "recent": work_selectors.worker_recent_assignments(worker=request.worker),
+        "campaigns": campaigns,
+        "recent": [
+            {
+                "assignment": a,
+                "rejection_reason": rejections.get(a.pk, "") if a.status == AssignmentStatus.REJECTED else None,
+            }
+            for a in recent
+        ],
+        "rejection_advice": worker_notices.REJECTION_ADVICE
+        if any(a.status == AssignmentStatus.REJECTED for a in recent)
+        else "",
     }
     return render(request, "work/home.html", context)
 
@@ -185,10 +202,13 @@ def _live_campaign(campaign_id: int) -> Campaign:
 def work_campaign(request, campaign_id: int):
     """The "Start working" page: what the task is, the qualification state, the start button."""
     campaign = _live_campaign(campaign_id)
+    block = worker_notices.worker_block_notice(worker=request.worker, campaign=campaign)
     context = {
         "campaign": campaign,
         "qualification": work_selectors.qualification_state(campaign=campaign, worker=request.worker),
-        "may_take_work": work_selectors.worker_may_take_work(worker=request.worker, campaign=campaign),
+        "refusal": block,
+        "may_take_work": block is None,
+        "estimate": worker_notices.campaign_pay_estimate(campaign=campaign),
         "similarity": campaign.scale == Scale.SIMILARITY,
         "wording": similarity_wording(_campaign_kind(campaign)),
         "worker": request.worker,
@@ -233,6 +253,8 @@ def work_qualification(request, campaign_id: int):
     state = work_selectors.qualification_state(campaign=campaign, worker=request.worker)
     if state in ("passed", "not_required"):
         return redirect("work_campaign", campaign_id=campaign.pk)
+    if worker_notices.worker_block_notice(worker=request.worker, campaign=campaign) is not None:
+        return redirect("work_campaign", campaign_id=campaign.pk)  # a test leads nowhere: the page says why
     attempt = qualification_services.qualification_start(campaign=campaign, worker=request.worker)
     status = 200
     error = None
@@ -340,6 +362,7 @@ def work_hit(request, assignment_id: int):
     context.update(
         assignment=assignment,
         expired=assignment_is_expired(assignment),
+        rejection=worker_notices.assignment_rejection(assignment=assignment),
         page_data={
             "answerUrl": reverse("work_answer", args=[assignment.pk]),
             "submitUrl": reverse("work_submit", args=[assignment.pk]),

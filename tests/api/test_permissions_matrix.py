@@ -43,7 +43,7 @@ ENDPOINTS = [
         "post",
         "runs/",
         {"dataset": "{dataset}", "annotator": "{annotator}"},
-        codes(401, 201, 404, 403, 403, 403),
+        codes(401, 202, 404, 403, 403, 403),
     ),
     ("runs-cancel", "post", "runs/{run}/cancel/", {}, REQ_DETAIL),
     ("campaigns-list", "get", "campaigns/", None, READ_LIST),

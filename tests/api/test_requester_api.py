@@ -201,7 +201,8 @@ def test_annotator_registration_and_ranking_run_through_the_api(world):
         {"dataset": world.ids["build_dataset"], "annotator": annotator["id"], "top_k": 10},
         format="json",
     )
-    assert run.status_code == 201 and run.json()["status"] == "queued"
+    assert run.status_code == 202 and run.json()["status"] == "queued"
+    assert run["Location"] == run.json()["url"] and run.json()["url"].endswith(f"/api/v1/runs/{run.json()['id']}/")
     progress = client.get(f"/api/v1/runs/{run.json()['id']}/").json()
     assert progress["progress_fraction"] == 0.0
     cancelled = client.post(f"/api/v1/runs/{run.json()['id']}/cancel/")

@@ -57,7 +57,7 @@ def test_requester_creates_builds_and_launches_a_campaign(live_server, browser):
     page.get_by_role("button", name="Launch").click()
     page.wait_for_load_state()
     assert "Launched" in page.content()
-    assert page.get_by_text(f"0 of {hits} HITs done").is_visible()
+    assert page.get_by_text(f"0 submitted (awaiting review), 0 approved of {hits} HITs").is_visible()
     campaign.refresh_from_db()
     assert campaign.status == CampaignStatus.LIVE
     shot(page, "03-live")

@@ -122,7 +122,7 @@ def test_build_launch_pause_resume_through_the_buttons_with_statistics(
         campaign.refresh_from_db()
         assert campaign.status == status
     page = client.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
-    assert f"0 of {hits} HITs done" in page
+    assert f"0 submitted (awaiting review), 0 approved of {hits} HITs" in page
     assert client.get(reverse("campaign-action", args=[campaign.pk, "launch"])).status_code == 405
     assert client.post(reverse("campaign-action", args=[campaign.pk, "explode"])).status_code == 404
 
