@@ -52,10 +52,11 @@
         data: {
           labels: d.labels,
           datasets: [
-            { type: "bar", label: "Submitted", data: d.submitted, backgroundColor: COLOURS[0], yAxisID: "y" },
-            { type: "bar", label: "Approved", data: d.approved, backgroundColor: COLOURS[1], yAxisID: "y" },
-            { type: "line", label: "Submitted in all", data: d.total_submitted, borderColor: COLOURS[0], backgroundColor: COLOURS[0], yAxisID: "total" },
-            { type: "line", label: "Approved in all", data: d.total_approved, borderColor: COLOURS[1], backgroundColor: COLOURS[1], borderDash: [6, 4], yAxisID: "total" }
+            { type: "bar", label: "Submitted", data: d.submitted, backgroundColor: COLOURS[0], yAxisID: "y", order: 1 },
+            { type: "bar", label: "Approved", data: d.approved, backgroundColor: COLOURS[1], yAxisID: "y", order: 1 },
+            // The running totals are drawn over the bars (lower order on top), hollow so they read apart.
+            { type: "line", label: "Submitted in all", data: d.total_submitted, borderColor: "#1b1f24", backgroundColor: "#fff", borderWidth: 2, yAxisID: "total", order: 0 },
+            { type: "line", label: "Approved in all", data: d.total_approved, borderColor: "#8a6d00", backgroundColor: "#fff", borderWidth: 2, yAxisID: "total", order: 0 }
           ]
         },
         options: {

@@ -41,6 +41,7 @@ def _campaign_with_a_days_work(owner):
     for n in range(6):
         assignment = submit(hit, worker=WorkerFactory(), candidate=answers[n % 4], seconds=[3, 6, 9, 14, 25, 70][n])
         assignment.submitted_at = start + timedelta(minutes=55 * n)
+        assignment.scored_at = assignment.submitted_at
         if n != 4:
             assignment.status, assignment.decided_at = AssignmentStatus.APPROVED, start + timedelta(minutes=60 * n + 30)
         else:
