@@ -4,6 +4,7 @@ from annotator.views import (
     accounts,
     agreement,
     audit,
+    campaign_tools,
     campaigns,
     datasets,
     home,
@@ -26,6 +27,7 @@ urlpatterns = [
     *accounts.urlpatterns,
     *audit.urlpatterns,
     *datasets.urlpatterns,
+    *campaign_tools.urlpatterns,  # before campaigns: its <action> route would take these paths
     *campaigns.urlpatterns,
     *work.urlpatterns,
     *review.urlpatterns,

@@ -85,78 +85,25 @@ def seed(args) -> dict:
     import django
 
     django.setup()
-    from importlib import import_module
-
-    from django.conf import settings
-    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
-
-    SessionStore = import_module(settings.SESSION_ENGINE).SessionStore  # as the server reads them
     from django.core.management import call_command
     from django.utils import timezone
 
     from annotator import models as m
+    from bench.seeding import logged_in_sessions, seed_live_campaign, seed_qualified_workers
 
     call_command("migrate", verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)  # served by WhiteNoise, as in production
     rng = random.Random(args.seed)
-    User = get_user_model()
-    owner = User.objects.create_user("bench-requester", password=None)
-    m.Profile.objects.create(user=owner, role=m.Role.REQUESTER)
-    dataset = m.Dataset.objects.create(name="bench", owner=owner, status=m.DatasetStatus.READY)
     slots = args.workers * args.hits_per_worker
     hits = -(-(slots + 4 * args.gunicorn_workers) // args.redundancy) + 2  # everyone + the warm-up + spare
-    images_n = max(50, hits)
-    images = m.Image.objects.bulk_create(
-        m.Image(
-            dataset=dataset,
-            source_id=str(i),
-            file_name=f"{i}.jpg",
-            file=f"images/{i}.jpg",
-            thumbnail=f"thumbnails/{i}.jpg",
-            content_hash=f"{i:064x}",
-            width=640,
-            height=480,
-        )
-        for i in range(images_n)
+    campaign, _ = seed_live_campaign(
+        name="bench", hits=hits, items=args.items, redundancy=args.redundancy, rng=rng, first_index=args.taken_hits
     )
-    captions = m.Caption.objects.bulk_create(
-        m.Caption(dataset=dataset, image=images[i // 5], source_id=str(i), text=f"A photo number {i} of something.")
-        for i in range(images_n * 5)
-    )
-    campaign = m.Campaign.objects.create(
-        name="bench",
-        owner=owner,
-        dataset=dataset,
-        status=m.CampaignStatus.LIVE,
-        redundancy=args.redundancy,
-        candidates_per_hit=args.items,
-        qualification_items=2,
-        lease_minutes=60,
-        launched_at=timezone.now(),
-    )
-    gold_pos = m.Pair.objects.create(campaign=campaign, image=images[0], caption=captions[0], is_original=True)
-    gold_neg = m.Pair.objects.create(campaign=campaign, image=images[0], caption=captions[-1])
-    used, pairs = {(images[0].pk, captions[0].pk), (images[0].pk, captions[-1].pk)}, []
-    while len(pairs) < hits * args.items:
-        image, caption = rng.choice(images), rng.choice(captions)
-        if (image.pk, caption.pk) not in used:
-            used.add((image.pk, caption.pk))
-            pairs.append(m.Pair(campaign=campaign, image=image, caption=caption))
-    pairs = m.Pair.objects.bulk_create(pairs)
+    # HITs already full before the run (every slot submitted by earlier workers): claims must pass them by.
     taken = m.Hit.objects.bulk_create(
         m.Hit(campaign=campaign, index=i, assignments_required=args.redundancy, has_room=False)
         for i in range(args.taken_hits)
     )
-    hit_rows = m.Hit.objects.bulk_create(
-        m.Hit(campaign=campaign, index=args.taken_hits + i, assignments_required=args.redundancy) for i in range(hits)
-    )
-    items = []
-    for h, hit in enumerate(hit_rows):
-        members = [(p, m.ItemRole.CANDIDATE) for p in pairs[h * args.items : (h + 1) * args.items]]
-        members += [(gold_pos, m.ItemRole.GOLD_POSITIVE), (gold_neg, m.ItemRole.GOLD_NEGATIVE)]
-        rng.shuffle(members)
-        items += [m.HitItem(hit=hit, position=p, pair=pair, role=role) for p, (pair, role) in enumerate(members)]
-    m.HitItem.objects.bulk_create(items)
     earlier = [
         m.Worker.objects.create(external_id=f"EARLIER{k}", pseudonym=f"w-earlier{k}") for k in range(args.redundancy)
     ]
@@ -177,23 +124,8 @@ def seed(args) -> dict:
     # A few more workers than simulated: they warm the gunicorn processes up (URLconf, templates, the
     # broker connection) before anything is measured.
     warmers = 4 * args.gunicorn_workers
-    users = User.objects.bulk_create(User(username=f"bench-worker-{i}") for i in range(args.workers + warmers))
-    m.Profile.objects.bulk_create(m.Profile(user=u, role=m.Role.WORKER) for u in users)
-    workers = m.Worker.objects.bulk_create(m.Worker(user=u, pseudonym=f"w-bench{i:05d}") for i, u in enumerate(users))
-    m.QualificationAttempt.objects.bulk_create(
-        m.QualificationAttempt(
-            worker=w, campaign=campaign, items=[], passed=True, score=1.0, finished_at=timezone.now()
-        )
-        for w in workers
-    )
-    sessions = []
-    for user in users:
-        store = SessionStore()
-        store[SESSION_KEY] = str(user.pk)
-        store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[-1]  # the model backend: axes's has no get_user
-        store[HASH_SESSION_KEY] = user.get_session_auth_hash()
-        store.create()
-        sessions.append(store.session_key)
+    users = seed_qualified_workers(campaign=campaign, prefix="bench-worker", count=args.workers + warmers)
+    sessions = logged_in_sessions(users)
     from django.db import connection
 
     with connection.cursor() as cursor:

@@ -6,6 +6,7 @@ a 404. Every state change is a POST with CSRF that calls a service; service erro
 
 from django import forms
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import path, reverse
@@ -17,11 +18,11 @@ from annotator.models import Campaign, CampaignStatus, Dataset, DatasetStatus, R
 from annotator.scales import campaign_scale
 from annotator.selectors.campaigns import (
     campaign_get_managed,
-    campaign_list_managed,
     campaign_overview,
     runs_available,
 )
 from annotator.selectors.gold_exposure import gold_exposure_summary, qualification_pool_summary
+from annotator.selectors.listing import CAMPAIGN_SORTS, PAGE_SIZE, campaign_filter_read, campaign_list_filtered
 from annotator.selectors.operations import late_unscored_by_campaign
 from annotator.services.campaigns.build import campaign_add_run, campaign_build_request
 from annotator.services.campaigns.lifecycle import (
@@ -179,7 +180,17 @@ class CampaignForm(forms.ModelForm):
 @require_GET
 @role_required(Role.REQUESTER)
 def campaign_list(request):
-    return render(request, "campaigns/list.html", {"campaigns": campaign_list_managed(user=request.user)})
+    wanted = campaign_filter_read(params=request.GET)
+    campaigns = campaign_list_filtered(user=request.user, wanted=wanted)
+    page = Paginator(campaigns, PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {
+        "campaigns": page.object_list,
+        "page": page,
+        "wanted": wanted,
+        "statuses": CampaignStatus.choices,
+        "sorts": CAMPAIGN_SORTS,
+    }
+    return render(request, "campaigns/list.html", context)
 
 
 @require_http_methods(["GET", "POST"])

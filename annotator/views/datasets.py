@@ -10,13 +10,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotator.errors import ApplicationError
 from annotator.jobs import job_stalled, job_view
-from annotator.models import Role
+from annotator.models import DatasetStatus, Role
 from annotator.selectors.datasets import (
     dataset_get_visible,
     dataset_images_with_captions,
-    dataset_list_visible,
     dataset_progress,
 )
+from annotator.selectors.listing import DATASET_SORTS, PAGE_SIZE, dataset_filter_read, dataset_list_filtered
 from annotator.services.importing.uploads import dataset_import_retry, dataset_upload
 from annotator.views.access import role_required
 
@@ -43,9 +43,17 @@ class DatasetImportForm(forms.Form):
 
 
 def _list_context(request, form=None, import_errors=None) -> dict:
-    datasets = [(dataset, dataset_progress(dataset=dataset)) for dataset in dataset_list_visible(user=request.user)]
+    wanted = dataset_filter_read(params=request.GET)
+    page = Paginator(dataset_list_filtered(user=request.user, wanted=wanted), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    datasets = [(dataset, dataset_progress(dataset=dataset)) for dataset in page.object_list]
     return {
         "datasets": datasets,
+        "page": page,
+        "wanted": wanted,
+        "statuses": DatasetStatus.choices,
+        "sorts": DATASET_SORTS,
         "importing": any(dataset.status == "importing" for dataset, _progress in datasets),
         "form": form or DatasetImportForm(),
         "import_errors": import_errors,

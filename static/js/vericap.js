@@ -11,3 +11,21 @@
     field.addEventListener("focus", function () { field.select(); });
   });
 })();
+// Times the server wrote in UTC (<time datetime>) are shown in the viewer's own time zone; the UTC text
+// stays as the element's title.
+(function () {
+  "use strict";
+  document.querySelectorAll("time[datetime]").forEach(function (element) {
+    var value = element.getAttribute("datetime");
+    if (value.indexOf("T") < 0) { return; }
+    var when = new Date(value);
+    if (isNaN(when.getTime())) { return; }
+    // Hours and minutes only where asked (data-style="time") or where the server wrote only those.
+    var timeOnly = element.getAttribute("data-style") === "time" || /^\d\d:\d\d\b/.test(element.textContent.trim());
+    var options = timeOnly
+      ? { hour: "2-digit", minute: "2-digit" }
+      : { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" };
+    element.title = element.textContent.trim();
+    element.textContent = when.toLocaleString(undefined, options);
+  });
+})();

@@ -35,7 +35,7 @@ def test_requester_uploads_the_demo_set_and_sees_thumbnails_with_captions(live_s
     page.get_by_label("User name").fill("req-upload")
     page.get_by_label("Password").fill("correct-horse-battery")
     page.get_by_role("button", name="Log in").click()
-    page.get_by_role("link", name="Datasets").click()
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Datasets").click()
     page.get_by_text("Import a dataset from your computer").click()
     page.get_by_label("Name").fill("my-photos")
     page.get_by_label("Captions file").set_input_files(str(DEMO / "captions.json"))

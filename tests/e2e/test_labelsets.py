@@ -35,7 +35,7 @@ def test_researcher_imports_combines_compares_and_evaluates(live_server, browser
     page = logged_in_context(browser, live_server, researcher, viewport={"width": 1280, "height": 900}).new_page()
     page.set_default_timeout(15000)
     page.goto(f"{live_server.url}/research/")
-    page.get_by_role("link", name="Label sets", exact=True).click()
+    page.get_by_role("main").get_by_role("link", name="Label sets", exact=True).click()
     assert page.get_by_role("heading", name="Label sets").is_visible()
     shot(page, "01-list")
 

@@ -35,7 +35,7 @@ def test_researcher_compares_five_models_on_the_leaderboard(
     page = logged_in_context(browser, live_server, researcher, viewport={"width": 1400, "height": 1000}).new_page()
     page.set_default_timeout(15000)
     page.goto(f"{live_server.url}/research/")
-    page.get_by_role("link", name="leaderboards").click()
+    page.get_by_role("main").get_by_role("link", name="leaderboards").click()
     shot(page, "01-index")
     page.get_by_role("link", name=campaign.name).click()
     page.wait_for_url(re.compile(r"/research/leaderboard/\d+/\?"))
