@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotator.services.accounts.people import MADE_BY_OPERATORS, account_create
+from api.schema import errors
 
 
 class AccountCreateSerializer(serializers.Serializer):
@@ -26,7 +27,7 @@ class AccountSerializer(serializers.Serializer):
 class AccountCreateView(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(request=AccountCreateSerializer, responses={201: AccountSerializer})
+    @extend_schema(request=AccountCreateSerializer, responses={201: AccountSerializer, **errors(403)})
     def post(self, request):
         """Make a requester or researcher account (staff only, 403 otherwise); its password is checked by
         the same validators as a sign-up. An audit event records who made it."""

@@ -276,6 +276,8 @@ def test_cost_is_reward_times_hits_times_redundancy_plus_fee(owner, world):
     assert stats["progress"] == {
         "hits_total": hits,
         "hits_done": 0,
+        "hits_approved": 0,
+        "hits_submitted": 0,
         "percent": 0.0,
         "assignments": {s: 0 for s in stats["progress"]["assignments"]},
     }
