@@ -210,6 +210,7 @@ SPECTACULAR_SETTINGS = {
         "LabelSetExportFormatEnum": "annotator.services.labelsets.exports.FORMATS",
         "JobStatusEnum": "annotator.models.research.ExportStatus.choices",
         "WebhookEventEnum": "annotator.models.webhooks.WebhookEvent.choices",
+        "PayoutStatusEnum": "annotator.models.money.PayoutStatus.choices",
     },
 }
 
