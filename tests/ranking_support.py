@@ -43,3 +43,10 @@ def candidate_rows(run) -> list[tuple]:
         (c.direction, c.query_id, c.target_id, c.rank, round(c.score, 5))
         for c in models.Candidate.objects.filter(run=run)
     )
+
+
+def chunks_ranked(run, direction) -> int:
+    """Top-K chunks of `direction` committed over all of the run's shards."""
+    from django.db.models import Sum
+
+    return models.RankingShard.objects.filter(run=run, direction=direction).aggregate(n=Sum("chunks_done"))["n"] or 0
