@@ -41,6 +41,7 @@ from annotator.models import (
 )
 from annotator.models.state import check_transition
 from annotator.queue import enqueue_on_commit
+from annotator.services.ranking.runs import RANKING_SHARD_TASK
 from workers.ranking.annotators import Annotator, load_annotator, resolve_device
 from workers.ranking.cache import EmbeddingCache, concat, content_version
 from workers.ranking.store import candidates_write
@@ -48,7 +49,6 @@ from workers.ranking.topk import SelfPivot, chunk_rows, chunked_topk, dense_bloc
 
 logger = logging.getLogger(__name__)
 
-SHARD_TASK = "workers.tasks.ranking.ranking_shard_task"
 
 DIRECTIONS = (Direction.I2T, Direction.T2I, Direction.T2T, Direction.I2I)
 # Which id space each direction's queries and targets live in.
@@ -450,7 +450,7 @@ def shards_dispatch(run_id: int) -> list[int]:
     )
     RankingShard.objects.filter(pk__in=ids).update(queued_at=timezone.now())
     for shard_id in ids:
-        enqueue_on_commit(SHARD_TASK, shard_id)
+        enqueue_on_commit(RANKING_SHARD_TASK, shard_id)
     return ids
 
 
