@@ -242,6 +242,7 @@ RANKING_IMAGE_BATCH = env.int("RANKING_IMAGE_BATCH", default=64)
 # A run's top-K work is cut into shards of this many chunks per direction; any `gpu` worker takes one.
 RANKING_CHUNKS_PER_SHARD = env.int("RANKING_CHUNKS_PER_SHARD", default=4)
 RANKING_TORCH_THREADS = env.int("RANKING_TORCH_THREADS", default=0)  # > 0: torch threads per worker process
+RANKING_PRELOAD = env.list("RANKING_PRELOAD", default=[])  # annotator kinds a worker loads when it starts
 RANKING_SHARD_STALE_SECONDS = env.float("RANKING_SHARD_STALE_SECONDS", default=600.0)  # silent shard: requeued
 
 LOGGING = {

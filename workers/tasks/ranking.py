@@ -4,7 +4,31 @@ The pipeline (and torch) is imported inside the task, so the web process, which 
 enqueue by name, never loads torch.
 """
 
+import logging
+
+from celery.signals import worker_ready
+from django.conf import settings
+
 from workers.tasks.jobs import job_task
+
+logger = logging.getLogger(__name__)
+
+
+@worker_ready.connect
+def preload_ranking(**kwargs) -> None:
+    """With RANKING_PRELOAD (built-in kinds, comma-separated), a worker imports torch and the pipeline and
+    loads those annotators when it starts, so its first shard does not spend seconds on them. A worker of
+    other queues leaves it empty and never loads torch."""
+    kinds = [kind for kind in getattr(settings, "RANKING_PRELOAD", []) if kind]
+    if not kinds:
+        return
+    from workers.ranking.annotators import load_annotator
+    from workers.ranking.pipeline import ranking_settings
+
+    device = ranking_settings()["device"]
+    for kind in kinds:
+        load_annotator(kind=kind, device=device)
+    logger.warning("ranking preloaded: %s on %s", ", ".join(kinds), device)
 
 
 # Resumable: a run killed mid-way is redelivered and resumes from its last committed chunk.
