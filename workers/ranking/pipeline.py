@@ -221,10 +221,15 @@ class RunExecution:
         with transaction.atomic():
             locked = self._locked()
             old = locked.progress.get("plan")
-            if old and old.get("version") == plan["version"] and old.get("weights_hash") == plan["weights_hash"]:
+            if (
+                old
+                and old.get("version") == plan["version"]
+                and old.get("weights_hash") == plan["weights_hash"]
+                and "chunks_per_shard" in old
+            ):
                 plan = old
             else:
-                if old:  # the dataset or the weights changed under a half-done run: start over
+                if old:  # the dataset or the weights changed under a half-done run (or it predates shards)
                     logger.warning("Ranking run %s: dataset or weights changed, restarting", locked.pk)
                 Candidate.objects.filter(run_id=locked.pk).delete()
                 RankingShard.objects.filter(run_id=locked.pk).delete()
