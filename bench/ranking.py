@@ -410,6 +410,12 @@ def start_workers(count: int, log_dir: Path) -> list:
     return workers
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def stop_workers(workers: list) -> None:
     import signal
 
@@ -435,12 +441,16 @@ def sharded_run(dataset, annotator, workers: int, log_dir: Path) -> dict:
         conn.default_channel.queue_purge("gpu")
     processes = start_workers(workers, log_dir)
     try:
+        cpu_before = [cpu_seconds(process.pid) for process, _path in processes]
         began = time.perf_counter()
         run = ranking_run_start(dataset=dataset, annotator=annotator, top_k=TOP_K)
         while run.status in ("queued", "running"):
             time.sleep(0.1)
             run.refresh_from_db()
         wall = time.perf_counter() - began
+        cpu = [
+            cpu_seconds(process.pid) - before for (process, _path), before in zip(processes, cpu_before, strict=True)
+        ]
     finally:
         stop_workers(processes)
     if run.status != "succeeded":
@@ -452,6 +462,7 @@ def sharded_run(dataset, annotator, workers: int, log_dir: Path) -> dict:
         "workers": workers,
         "run": run.pk,
         "wall_s": wall,
+        "worker_cpu_s": cpu,  # CPU the worker processes used (PostgreSQL's share of the COPYs not included)
         "coordinator_s": (shard_start - first).total_seconds(),  # claim, cached encode, plan, dispatch
         "shards": shards.count(),
         "by_worker": sorted(
@@ -616,6 +627,11 @@ def report_sharded(args, results: dict) -> dict:
     print(
         f"sharded: candidates of the 2-worker run vs the 1-worker run: {sharded['different_rows']} rows differ; "
         f"coordinator (claim, cached encode, plan, dispatch) {one['coordinator_s']:.1f} s / {two['coordinator_s']:.1f} s"
+    )
+    print(
+        f"sharded: worker CPU seconds: 1 worker {sum(one['worker_cpu_s']):.1f}, 2 workers "
+        f"{' + '.join(f'{c:.1f}' for c in two['worker_cpu_s'])} = {sum(two['worker_cpu_s']):.1f} (the same work; "
+        f"2 workers got {sum(two['worker_cpu_s']) / two['wall_s']:.2f} cores of the {os.cpu_count()} on average)"
     )
     enc = sharded["encoding"]
     print(
