@@ -595,9 +595,11 @@ class ShardExecution:
             locked.chunks_done = local + 1
             locked.beat_at = timezone.now()
             locked.save(update_fields=["chunks_done", "beat_at"])
-            # Last, so the run's row is locked only for the moment before commit (workers share it).
-            RankingRun.objects.filter(pk=locked.run_id).update(chunks_done=F("chunks_done") + 1)
             self.shard = locked
+        # The run's counter (what the progress bar shows) in its own short statement, so workers never wait
+        # on the run's row while another commits a chunk. The shard's chunks_done is the truth: a counter
+        # missed by a crash here is recomputed from the shards on resume and when the run finishes.
+        RankingRun.objects.filter(pk=self.shard.run_id).update(chunks_done=F("chunks_done") + 1)
         return True
 
     def execute(self) -> str:
