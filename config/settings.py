@@ -272,7 +272,7 @@ QUALITY_POSTERIOR_EXCUSE_BELOW = env.float("QUALITY_POSTERIOR_EXCUSE_BELOW", def
 # The label posterior's prior on a worker (annotator/analysis/posterior.py): a careful crowd worker is right this
 # often, worth STRENGTH answers of evidence; the crowd check judges workers against a more sceptical crowd
 # (CHECK_ACCURACY), so a careful worker who disagrees with one other answer is not condemned by it.
-QUALITY_POSTERIOR_WORKER_ACCURACY = env.float("QUALITY_POSTERIOR_WORKER_ACCURACY", default=0.8)
+QUALITY_POSTERIOR_WORKER_ACCURACY = env.float("QUALITY_POSTERIOR_WORKER_ACCURACY", default=0.85)
 QUALITY_POSTERIOR_WORKER_STRENGTH = env.float("QUALITY_POSTERIOR_WORKER_STRENGTH", default=10.0)
 QUALITY_POSTERIOR_CHECK_ACCURACY = env.float("QUALITY_POSTERIOR_CHECK_ACCURACY", default=0.8)
 QUALITY_GOLD_DISPUTE_MIN_ANSWERS = env.int("QUALITY_GOLD_DISPUTE_MIN_ANSWERS", default=5)
