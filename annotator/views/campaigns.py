@@ -39,7 +39,18 @@ from annotator.services.operations.sweep import stale_times
 from annotator.views.access import role_required
 
 FIELDSETS = [
-    ("What to verify", ["name", "dataset", "runs", "direction", "scale", "rationale_followups"]),
+    (
+        "What to verify",
+        [
+            "name",
+            "dataset",
+            "runs",
+            "direction",
+            "scale",
+            "rationale_followups",
+            "stage2_rationale_followups",
+        ],
+    ),
     (
         "Which queries and candidates",
         [
@@ -103,7 +114,10 @@ DEFAULTED = (
 HELP = {
     "direction": "Both = ECCV's two stages: image-to-caption HITs first, then caption-to-image HITs.",
     "scale": "Caption-caption and image-image campaigns use the 0-5 similarity scale.",
-    "rationale_followups": "Ask why for 'Partially YES' and 'Mostly NO' (four-choice scale only).",
+    "rationale_followups": "Ask why for 'Partially YES' and 'Mostly NO' (four-choice scale only); for `both`, "
+    "in the first (image-to-caption) stage.",
+    "stage2_rationale_followups": "`both` only: ask why in the second (caption-to-image) stage too. ECCV Caption "
+    "asks it without.",
     "sample_count": "Queries drawn per stage with the seed; leave both empty to take every query.",
     "sample_fraction": "Between 0 and 1, instead of a count.",
     "seed": "The same seed and options build the same HITs.",
