@@ -48,6 +48,7 @@ def test_requester_creates_builds_and_launches_a_campaign(live_server, browser):
 
     page.get_by_role("button", name="Build HITs").click()
     page.wait_for_load_state()
+    page.locator("#stat-hits").wait_for(timeout=60_000)  # built in a thread of the server; the page follows it
     campaign = Campaign.objects.get(name="Verify coco-mini")
     hits = campaign.hits.count()
     assert campaign.status == CampaignStatus.BUILT and hits > 0
