@@ -86,7 +86,7 @@ def test_a_queued_build_shows_building_and_the_page_refreshes_itself_until_built
     from annotator.services.campaigns.lifecycle import campaign_create
 
     queued = []
-    monkeypatch.setattr(services, "enqueue_on_commit", lambda name, *args: queued.append((name, *args)))
+    monkeypatch.setattr(services, "enqueue_long_on_commit", lambda name, *args: queued.append((name, *args)))
     requester = user_with_role(Role.REQUESTER, username="req-e2e-queued")
     dataset = make_dataset(images=30, name="coco-queued")
     runs = [add_run(dataset=dataset, name=f"queued-model-{i}", seed=i, directions=("i2t",)) for i in range(2)]
