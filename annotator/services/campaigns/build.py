@@ -200,7 +200,8 @@ def campaign_build_request(*, campaign: Campaign) -> Campaign:
     options and runs have not changed: returned unchanged, nothing queued. A build queued more than
     annotator.jobs.BUILD_STALE_AFTER ago that no worker holds (its worker died, the task was lost) is queued again; a
     duplicate that arrives late does nothing (campaign_build_run). Returns the campaign as it is
-    then (already built, or failed, when Celery runs eagerly, the embedded default).
+    then (already built, or failed, when Celery runs eagerly outside a request; a request's build goes on
+    in the background, annotator.queue.enqueue_long_on_commit).
     """
     with transaction.atomic():
         campaign = _lock_unless_building(campaign)

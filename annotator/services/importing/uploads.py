@@ -107,7 +107,8 @@ def dataset_upload(*, name: str, captions, images, split_file=None, split: str |
     `uploads/datasets/<id>/` with a manifest, and `workers.tasks.datasets.dataset_import_task` is enqueued
     after commit; it runs dataset_import's two passes (every image checked with Pillow) and leaves the
     dataset `ready`, or `failed` with every offender in its report. Returns the dataset as it is then
-    (already finished when Celery runs eagerly, the embedded default).
+    (already finished when Celery runs eagerly outside a request; a request's import goes on in the
+    background, annotator.queue.enqueue_long_on_commit).
 
     Locking: SELECT ... FOR UPDATE on the Dataset row while moving it to `importing`, so two uploads of the
     same name at once queue one import and refuse the other.

@@ -28,7 +28,8 @@ def ranking_run_start(
     Locks the annotator row (SELECT ... FOR UPDATE) so two concurrent starts serialise; while a run of the
     same annotator, dataset and top_k is queued or running, that run is returned instead of a second one
     (so a double click starts one run). A finished run is never changed: starting again creates a new run.
-    Returns the run as it is after the commit (already finished when Celery runs eagerly), or, with
+    Returns the run as it is after the commit (already finished when Celery runs eagerly outside a request;
+    a request's run goes on in the background, annotator.queue.enqueue_long_on_commit), or, with
     `in_background` (a request that must answer at once), as it was queued: with eager Celery the run then
     goes on in a thread of this process (annotator.queue.enqueue_in_background_on_commit).
     """
