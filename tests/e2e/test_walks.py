@@ -5,6 +5,7 @@ role's main page.
 Screenshots go to test-artifacts/ (gitignored): walk-requester-*.png, walk-worker-*.png, walk-researcher-*.png.
 """
 
+import json
 import re
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from annotator.services.quality.decisions import assignment_reject
 from annotator.services.quality.scoring import assignment_score
 from annotator.services.quality.trust import worker_block
 from tests.annotator.quality_support import submit
-from tests.e2e.support import assert_accessible, logged_in_context, screenshot, wait_until
+from tests.e2e.support import assert_accessible, axe_violations, logged_in_context, screenshot, wait_until
 from tests.factories import WorkerFactory, live_campaign_with_hits, user_with_role
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -287,3 +288,122 @@ def test_worker_walk(live_server, browser, media_served):
     assert "This requester does not offer you work" in page.content()
     assert page.locator("#start-working").count() == 0
     look(page, "worker-10-blocked")
+
+
+def test_researcher_walk(live_server, browser, tmp_path, settings):
+    """A campaign shared with the researcher is listed; its labels download as ECCV JSON; a model's rankings
+    are evaluated; the leaderboard and the label sets follow."""
+    settings.EVALUATION_RESAMPLES = 50  # the intervals' bootstrap; 1,000 by default
+    from tests.leaderboard_support import labelled_campaign, labelled_dataset, noisy_rankings
+
+    owner = user_with_role(Role.REQUESTER, username="walk-owner")
+    researcher = user_with_role(Role.RESEARCHER, username="walk-reader")
+    dataset, truth = labelled_dataset(tmp_path=tmp_path)
+    campaign = labelled_campaign(owner=owner, dataset=dataset, truth=truth)
+    campaign.name = "Walk: shared labels"
+    campaign.save(update_fields=["name"])
+    campaign.shared_with.add(researcher)
+    rankings = tmp_path / "my-model.json"
+    rankings.write_text(json.dumps(noisy_rankings(truth, dataset=dataset, noise=0.2, seed=3)))
+
+    page = logged_in_context(browser, live_server, researcher, viewport=DESKTOP).new_page()
+    page.set_default_timeout(20000)
+    page.goto(f"{live_server.url}/")
+    look(page, "researcher-01-home")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Labels & evaluation").click()
+    look(page, "researcher-02-research")
+    page.get_by_role("link", name="Walk: shared labels").first.click()
+    page.wait_for_url(f"**/research/campaigns/{campaign.pk}/")
+    look(page, "researcher-03-campaign")
+
+    page.get_by_label("Format").select_option("eccv_json")
+    page.get_by_role("button", name="Start export").click()
+    download_link = page.get_by_role("link", name=re.compile(r"^Download \("))
+    download_link.wait_for()
+    with page.expect_download() as info:
+        download_link.click()
+    labels = json.loads(Path(info.value.path()).read_text())
+    assert labels["i2t"] and labels["t2i"]
+    assert set(labels["i2t"]) <= set(truth["i2t"])  # ECCV's form, in the dataset's own ids
+
+    page.get_by_label("Model name").fill("my-model")
+    page.get_by_label("Rankings file (JSON)").set_input_files(str(rankings))
+    page.get_by_role("button", name="Evaluate", exact=True).click()
+    page.wait_for_url(f"**/research/campaigns/{campaign.pk}/**")
+    row = page.locator("tr", has_text="my-model").first
+    row.wait_for()
+    assert "Succeeded" in row.inner_text()
+    look(page, "researcher-04-evaluated")
+
+    page.get_by_role("link", name="the leaderboard of these labels").click()
+    board = page.locator("table.board")
+    assert board.locator("tbody th[scope=row]", has_text="my-model").count() == 1
+    look(page, "researcher-05-leaderboard")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Label sets").click()
+    look(page, "researcher-06-labelsets")
+
+    phone = logged_in_context(browser, live_server, researcher, viewport=PHONE).new_page()
+    phone.goto(f"{live_server.url}/research/campaigns/{campaign.pk}/")
+    phone_fits(phone)
+    look(phone, "researcher-07-phone-campaign", full_page=False)
+
+
+def test_the_pages_no_walk_passes_have_no_serious_accessibility_violation(live_server, browser, media_served):
+    """axe-core on the pages the three walks do not pass through: log-in, sign-up, the error pages, and the
+    requester's and the staff's own pages (Swagger and Redoc aside)."""
+    from tests.factories import RankingRunFactory
+
+    campaign = live_campaign_with_hits(hits=2, candidates=4, name="Tour campaign")
+    owner = campaign.owner
+    owner.username = "tour-requester"
+    owner.save(update_fields=["username"])
+    RankingRunFactory(dataset=campaign.dataset)
+    draft = Campaign.objects.create(owner=owner, dataset=campaign.dataset, name="Tour draft")
+    submitted = submit(campaign.hits.first(), worker=WorkerFactory(pseudonym="tour-worker"))
+    assignment_score(assignment_id=submitted.pk)
+    staff = user_with_role(Role.REQUESTER, username="tour-staff", is_staff=True)
+    worker_user = user_with_role(Role.WORKER, username="tour-worker-user")
+    worker_for_user(user=worker_user)
+    visits = {
+        None: [("/accounts/login/", 200), ("/accounts/signup/", 200), ("/no-such-page/", 404)],
+        owner: [
+            ("/campaigns/", 200),
+            (f"/campaigns/{campaign.pk}/preview/", 200),
+            (f"/campaigns/{draft.pk}/delete/", 200),
+            (f"/datasets/{campaign.dataset_id}/ranking/", 200),
+            (f"/review/campaigns/{campaign.pk}/agreement/", 200),
+            (f"/review/campaigns/{campaign.pk}/cleanup/", 200),
+            ("/account/audit/", 200),
+            ("/webhooks/", 200),
+            ("/account/token/", 200),
+            ("/account/reputation/", 200),
+            ("/operations/", 200),
+            ("/research/leaderboard/", 200),
+            ("/work/", 403),
+            ("/campaigns/999999/", 404),
+        ],
+        staff: [("/accounts/new/", 200), ("/account/audit/", 200)],
+        worker_user: [("/campaigns/", 403), (f"/work/campaigns/{campaign.pk}/", 200)],
+    }
+    for user, pages in visits.items():
+        if user is None:
+            context = browser.new_context(viewport=DESKTOP)
+        else:
+            context = logged_in_context(browser, live_server, user, viewport=DESKTOP)
+        page = context.new_page()
+        for path, status in pages:
+            response = page.goto(f"{live_server.url}{path}")
+            assert response.status == status, path
+            assert_accessible(page)
+        context.close()
+    page = browser.new_page(viewport=DESKTOP)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("User name").fill("tour-requester")
+    page.get_by_label("Password").fill("not the password")
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_load_state()
+    assert_accessible(page)  # the form with its error
+    screenshot(page, "walk-tour-login-error", full_page=False)
+    # The check itself finds what it is meant to: a button without a name is a critical violation.
+    page.evaluate("() => document.querySelector('main').append(document.createElement('button'))")
+    assert [v["id"] for v in axe_violations(page)] == ["button-name"]
