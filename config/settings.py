@@ -53,6 +53,8 @@ MIDDLEWARE = [
     "annotator.resilience.middleware.OutageMiddleware",
     # A view's error as its 4xx page (or JSON for scripts), from the same mapping as the API's handler.
     "annotator.middleware.ErrorPageMiddleware",
+    # Long work a request starts goes to the background, on the embedded default too (annotator/queue.py).
+    "annotator.middleware.LongWorkInBackgroundMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -111,6 +113,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Writers take the lock when their transaction begins, so two requests that read then write (a HIT
     # claim, an autosave) queue for it instead of one failing with "database is locked".
     DATABASES["default"]["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
+    # Write-ahead logging: pages keep reading while a background ranking or import commits its chunks (in
+    # the default rollback journal a writer spilling to disk locks readers out). Kept in the file once set.
+    DATABASES["default"]["OPTIONS"].setdefault("init_command", "PRAGMA journal_mode=WAL;")
     if DATABASES["default"]["NAME"] not in ("", ":memory:"):
         # A fresh clone has no var/ yet; SQLite creates the file but not its directory.
         Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)

@@ -33,7 +33,7 @@ from annotator.models import (
     Sampling,
 )
 from annotator.models.state import check_transition
-from annotator.queue import enqueue_on_commit
+from annotator.queue import enqueue_long_on_commit
 from annotator.selectors.campaigns import campaign_statistics
 from annotator.services.campaigns.extend import campaign_extend
 from annotator.services.campaigns.lifecycle import campaign_lock
@@ -212,7 +212,7 @@ def campaign_build_request(*, campaign: Campaign) -> Campaign:
         campaign.build_requested_at = timezone.now()
         campaign.save(update_fields=["status", "build_error", "build_requested_at"])
     try:
-        enqueue_on_commit(CAMPAIGN_BUILD_TASK, campaign.pk)  # after the block: sent now, outside a transaction
+        enqueue_long_on_commit(CAMPAIGN_BUILD_TASK, campaign.pk)  # after the block: sent now, outside a transaction
     except Exception as exc:  # a broker that is down
         logger.exception("could not queue the build of campaign %s", campaign.pk)
         _build_failed(campaign_id=campaign.pk, message=f"The build could not be queued: {exc}")

@@ -23,7 +23,7 @@ from annotator.importing.screening import screen_captions, screen_images_zip
 from annotator.jobs import job_stalled
 from annotator.models import DATASET_TRANSITIONS, Dataset, DatasetStatus
 from annotator.models.state import check_transition
-from annotator.queue import enqueue_on_commit
+from annotator.queue import enqueue_long_on_commit
 from annotator.services.importing.batches import Progress
 from annotator.services.importing.imports import clean_name, dataset_begin, dataset_finish, dataset_import_files
 
@@ -146,7 +146,7 @@ def dataset_upload(*, name: str, captions, images, split_file=None, split: str |
 
 def _import_enqueue(*, dataset_id: int) -> None:
     try:
-        enqueue_on_commit(DATASET_IMPORT_TASK, dataset_id)
+        enqueue_long_on_commit(DATASET_IMPORT_TASK, dataset_id)
     except Exception as exc:  # outside a transaction the task is sent at once: a broker that is down
         logger.exception("could not queue the import of dataset %s", dataset_id)
         _fail_if_importing(dataset_id=dataset_id, message=f"the import could not be queued: {exc}")

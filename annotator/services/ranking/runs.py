@@ -12,7 +12,7 @@ from django.utils import timezone
 from annotator.errors import ApplicationError
 from annotator.jobs import job_move, job_requeue, job_stalled
 from annotator.models import Dataset, DatasetStatus, MachineAnnotator, RankingRun, RunStatus
-from annotator.queue import enqueue_in_background_on_commit, enqueue_on_commit
+from annotator.queue import enqueue_in_background_on_commit, enqueue_long_on_commit
 from annotator.services.ranking.annotators import RANKABLE_KINDS
 
 RANKING_TASK = "workers.tasks.ranking.ranking_run_task"
@@ -67,7 +67,7 @@ def ranking_run_start(
         if in_background:
             enqueue_in_background_on_commit(RANKING_TASK, run.pk)
         else:
-            enqueue_on_commit(RANKING_TASK, run.pk)
+            enqueue_long_on_commit(RANKING_TASK, run.pk)
     if not in_background:
         run.refresh_from_db()  # with eager Celery (the embedded default) it has already run at commit
     return run
