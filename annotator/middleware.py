@@ -6,7 +6,6 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 
 from annotator.errors import ErrorAnswer, error_answer
-from annotator.queue import serving_request
 
 # Statuses with a page of their own (templates/<status>.html); any other 4xx uses templates/error.html.
 ERROR_PAGES = frozenset({400, 403, 404, 409, 503})
@@ -41,22 +40,6 @@ class RequestSizeLimitMiddleware:
             response["Connection"] = "close"
             return response
         return self.get_response(request)
-
-
-class LongWorkInBackgroundMiddleware:
-    """Long work a request starts (a ranking, an import, a build, an export) never runs inside it.
-
-    With a broker it goes to a worker anyway; on the embedded default (eager Celery) it would run in the
-    request and hold the person for as long as it takes, with the progress bar never shown. Marked here,
-    annotator.queue.enqueue_long_on_commit hands it to a thread after commit and the request answers at once.
-    """
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        with serving_request():
-            return self.get_response(request)
 
 
 def wants_json(request) -> bool:

@@ -15,7 +15,7 @@ Long work started from a request (a ranking run) goes through `enqueue_in_backgr
 broker it is the same as `enqueue_on_commit`; with eager Celery it runs in a thread of this process after
 commit, so the request answers at once instead of holding the person (and a server thread) for minutes.
 Services that start long work (rankings, imports, builds, exports, and the retries of every job) call
-`enqueue_long_on_commit`: while a request is being served (annotator.middleware.LongWorkInBackgroundMiddleware
+`enqueue_long_on_commit`: while a request is being served (LongWorkInBackgroundMiddleware, below,
 marks it) that is the background path; from a management command, the sweep or a task it is
 enqueue_on_commit, so `manage.py demo_setup` and a service called from a test find the work done at commit.
 """
@@ -120,3 +120,19 @@ def enqueue_long_on_commit(task_name: str, *args, **kwargs) -> None:
         enqueue_in_background_on_commit(task_name, *args, **kwargs)
     else:
         enqueue_on_commit(task_name, *args, **kwargs)
+
+
+class LongWorkInBackgroundMiddleware:
+    """Long work a request starts (a ranking, an import, a build, an export) never runs inside it.
+
+    With a broker it goes to a worker anyway; on the embedded default (eager Celery) it would run in the
+    request and hold the person for as long as it takes, with the progress bar never shown. Marked here,
+    annotator.queue.enqueue_long_on_commit hands it to a thread after commit and the request answers at once.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with serving_request():
+            return self.get_response(request)

@@ -54,7 +54,7 @@ MIDDLEWARE = [
     # A view's error as its 4xx page (or JSON for scripts), from the same mapping as the API's handler.
     "annotator.middleware.ErrorPageMiddleware",
     # Long work a request starts goes to the background, on the embedded default too (annotator/queue.py).
-    "annotator.middleware.LongWorkInBackgroundMiddleware",
+    "annotator.queue.LongWorkInBackgroundMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
