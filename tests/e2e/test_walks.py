@@ -270,6 +270,7 @@ def test_worker_walk(live_server, browser, media_served):
     page.reload()
     assert page.locator("#stat-earnings").inner_text() == f"${campaign.reward_cents / 100:.2f}"
     assert "Reason: The check pair (a dog) was answered 100% YES." in page.content()
+    assert page.locator("[aria-labelledby=recent-title] time").count() == 2  # shown in the browser's own zone
     look(page, "worker-07-earnings-and-rejection")
     page.get_by_role("link", name=f"#{rejected.hit.index}").click()
     assert "The check pair (a dog) was answered 100% YES." in page.locator("#rejection").inner_text()
