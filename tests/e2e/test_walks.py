@@ -193,6 +193,9 @@ def test_requester_walk(live_server, browser, media_served):
     wait_until(phone, DRAWN)
     phone_fits(phone)
     look(phone, "requester-14-phone-campaign", full_page=False)
+    wait_until(phone, PAINTED)
+    phone.locator("#throughput-heading").scroll_into_view_if_needed()
+    screenshot(phone, "walk-requester-15-phone-charts", full_page=False)
 
 
 def _answer_by_keyboard(page, numbers) -> None:
