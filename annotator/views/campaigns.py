@@ -184,6 +184,8 @@ class CampaignForm(forms.ModelForm):
         for name in DEFAULTED:
             self.fields[name].required = False
         self.fields["adaptive_redundancy"].label = "Follow-up HITs for unsettled pairs"
+        self.fields["rationale_followups"].label = "Rationale follow-ups"
+        self.fields["stage2_rationale_followups"].label = "Rationale follow-ups in the second stage"
         self.order_fields([name for _title, names in FIELDSETS for name in names])
 
     def clean(self):
