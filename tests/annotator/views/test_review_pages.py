@@ -187,3 +187,19 @@ def test_the_review_page_numbers_a_workers_items_1_to_18_as_the_worker_saw_them(
     rows = re.findall(r'<td>(\d+)</td>\s*<td class="review-pair">.*?class="review-caption">([^<]*)<', page, re.S)
     assert [(int(number), caption) for number, caption in rows] == seen
     assert [number for number, _ in seen] == list(range(1, 19))
+
+
+def test_queue_lists_clean_work_waiting_for_auto_approval_apart_from_the_flagged(client, flagged):
+    """A scored, unflagged submission is not in the flagged table but under "Waiting for auto-approval",
+    linked to its page, so the requester can decide it before it approves itself."""
+    owner, campaign, flagged_assignment = flagged
+    hit = hit_with_gold(campaign=campaign)
+    clean = assignment_score(assignment_id=submit(hit, seconds=12.0).pk)
+    assert clean.status == AssignmentStatus.SUBMITTED and clean.flags == []
+    client.force_login(owner)
+    html = client.get(reverse("review-queue", args=[campaign.pk])).content.decode()
+    flagged_table, awaiting = html.split('id="awaiting-title"')
+    assert reverse("review-assignment", args=[flagged_assignment.pk]) in flagged_table
+    assert reverse("review-assignment", args=[clean.pk]) not in flagged_table
+    assert reverse("review-assignment", args=[clean.pk]) in awaiting
+    assert "1 awaiting auto-approval" in html
