@@ -378,6 +378,8 @@ def test_the_pages_no_walk_passes_have_no_serious_accessibility_violation(live_s
             (f"/datasets/{campaign.dataset_id}/ranking/", 200),
             (f"/review/campaigns/{campaign.pk}/agreement/", 200),
             (f"/review/campaigns/{campaign.pk}/cleanup/", 200),
+            (f"/campaigns/{campaign.pk}/confirm/finish/", 200),
+            ("/money/bonuses/failed/", 200),
             ("/account/audit/", 200),
             ("/webhooks/", 200),
             ("/account/token/", 200),
