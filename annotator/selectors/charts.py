@@ -103,7 +103,8 @@ def spend_over_time(*, campaign: Campaign) -> dict:
         cents[_floor(at, unit)] += campaign.reward_cents
     for at, amount in bonuses:
         cents[_floor(at, unit)] += amount
-    bucket, last = _floor(min(moments), unit), _floor(max(moments), unit)
+    # From the bucket before the first spend (nothing spent yet), so even one bucket of spend draws a line.
+    bucket, last = _floor(min(moments), unit) - step, _floor(max(moments), unit)
     fmt = "%Y-%m-%d" if unit == "day" else "%Y-%m-%d %H:00"
     result = {**empty, "unit": unit}
     running = 0

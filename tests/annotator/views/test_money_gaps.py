@@ -46,7 +46,7 @@ def test_spend_over_time_is_drawn_against_the_budget(client, paused_at_budget):
     assert 'data-chart="spend"' in page and 'id="spend-table"' in page
     assert spend["budget"] == 240 and spend["labels"] and spend["spent"][-1] == 240
     assert spend["spent"][-1] == campaign_spend(campaign=paused_at_budget)["total_cents"]
-    assert spend["spent"] == sorted(spend["spent"])  # in all, never falling
+    assert spend["spent"][0] == 0 and spend["spent"] == sorted(spend["spent"])  # from nothing, never falling
 
 
 def test_raising_the_budget_in_the_form_lets_the_paused_campaign_resume(client, paused_at_budget):
