@@ -21,6 +21,7 @@ from annotator.selectors.external_decisions import external_decisions_failed, ex
 from annotator.selectors.quality import (
     assignment_review_detail,
     campaign_quality,
+    review_awaiting_auto_approval,
     review_counts,
     review_queue,
 )
@@ -71,6 +72,7 @@ def review_queue_page(request, campaign_id: int):
         {
             "campaign": campaign,
             "rows": rows,
+            "awaiting": review_awaiting_auto_approval(campaign=campaign)[:QUEUE_PAGE_SIZE],
             "counts": review_counts(campaign=campaign),
             "limit": QUEUE_PAGE_SIZE,
             "failed_decisions": external_decisions_failed(campaign=campaign)[:QUEUE_PAGE_SIZE],

@@ -214,3 +214,19 @@ def test_the_quality_page_sets_the_whole_policy_through_the_one_policy_service(c
     assert bad.status_code == 400 and "max_answers_per_pair" in bad.content.decode()
     campaign.refresh_from_db()
     assert campaign.settle_min_answers == 3
+
+
+def test_queue_lists_clean_work_waiting_for_auto_approval_apart_from_the_flagged(client, flagged):
+    """A scored, unflagged submission is not in the flagged table but under "Waiting for auto-approval",
+    linked to its page, so the requester can decide it before it approves itself."""
+    owner, campaign, flagged_assignment = flagged
+    hit = hit_with_gold(campaign=campaign)
+    clean = assignment_score(assignment_id=submit(hit, seconds=12.0).pk)
+    assert clean.status == AssignmentStatus.SUBMITTED and clean.flags == []
+    client.force_login(owner)
+    html = client.get(reverse("review-queue", args=[campaign.pk])).content.decode()
+    flagged_table, awaiting = html.split('id="awaiting-title"')
+    assert reverse("review-assignment", args=[flagged_assignment.pk]) in flagged_table
+    assert reverse("review-assignment", args=[clean.pk]) not in flagged_table
+    assert reverse("review-assignment", args=[clean.pk]) in awaiting
+    assert "1 awaiting auto-approval" in html
