@@ -359,7 +359,19 @@ def send(http, recorder, op, method, url, stop_at, timeout, **kwargs):
         time.sleep(wait * random.uniform(0.5, 1.0))
 
 
-def crowd_worker(base, campaign_id, session_key, args, recorder, stop_at, rng, *, hits, think, ramp, start):
+class SessionPool:
+    """Logged-in people waiting to start: a worker may take a HIT of a campaign once (each HIT holds the
+    same gold pairs, and nobody is shown a pair twice), so a hammering thread continues as the next person."""
+
+    def __init__(self, keys):
+        self.keys, self.lock = list(keys), threading.Lock()
+
+    def take(self):
+        with self.lock:
+            return self.keys.pop() if self.keys else None
+
+
+def crowd_worker(base, campaign_id, session_key, args, recorder, stop_at, rng, *, hits, think, ramp, start, pool=None):
     import requests
 
     start.wait()
@@ -439,16 +451,23 @@ def crowd_worker(base, campaign_id, session_key, args, recorder, stop_at, rng, *
             with recorder.lock:
                 recorder.acked_submits.add(assignment_id)
             done += 1
+            if pool is not None:  # the next person, on the same connection
+                session_key = pool.take()
+                if session_key is None:
+                    with recorder.lock:
+                        recorder.out_of_hits += 1
+                    return
+                http.headers["Cookie"] = f"sessionid={session_key}; csrftoken={csrf}"
 
 
-def run_crowd(base, campaign_id, sessions, args, recorder, *, hits, think, ramp, stop_at, seed=0):
+def run_crowd(base, campaign_id, sessions, args, recorder, *, hits, think, ramp, stop_at, seed=0, pool=None):
     start = threading.Event()
     threads = [
         threading.Thread(
             target=crowd_worker,
             daemon=True,
             args=(base, campaign_id, key, args, recorder, stop_at, random.Random(seed + i)),
-            kwargs={"hits": hits, "think": think, "ramp": ramp, "start": start},
+            kwargs={"hits": hits, "think": think, "ramp": ramp, "start": start, "pool": pool},
         )
         for i, key in enumerate(sessions)
     ]
@@ -675,7 +694,8 @@ def main(argv=None):
     )
     recreate_database(args.pg, args.database)
     started = time.perf_counter()
-    data = seed(args, crowd=crowd, slots=slots)
+    data = seed(args, crowd=slots if args.hammer else crowd, slots=slots)
+    people = SessionPool(data["sessions"][crowd:]) if args.hammer else None
     print(
         f"seeded {data['hits']} open HITs of {data['items_per_hit']} items, {crowd} workers in "
         f"{time.perf_counter() - started:.1f}s"
@@ -737,6 +757,7 @@ def main(argv=None):
                 ramp=min(1.0, args.step_seconds / 10) if args.hammer else args.ramp,
                 stop_at=stop_at,
                 seed=begun,
+                pool=people,
             )
             begun = size
             if args.hammer:

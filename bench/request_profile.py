@@ -171,7 +171,7 @@ def main():
     print("(py: this process's CPU, the test client included; pg: the PostgreSQL backend's CPU; 10 ms clock ticks)")
     if profiler:
         out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(40)
+        pstats.Stats(profiler, stream=out).sort_stats(os.environ.get("PROFILE_SORT", "cumulative")).print_stats(40)
         print(out.getvalue())
     connection.close()
     recreate_database(args.pg, args.database)  # leave nothing behind but an empty database
