@@ -357,7 +357,7 @@ def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: 
 def work_hit(request, assignment_id: int):
     assignment = _own_assignment(request, assignment_id)
     campaign = assignment.hit.campaign
-    items = work_selectors.hit_items_for_worker(hit=assignment.hit)
+    items = work_selectors.hit_items_for_leased_worker(hit=assignment.hit)
     answers = work_selectors.assignment_answers_for_worker(assignment=assignment)
     editable = assignment.status == AssignmentStatus.RESERVED and not assignment_is_expired(assignment)
     context = _hit_context(campaign=campaign, items=items, answers=answers, mode="edit" if editable else "view")
