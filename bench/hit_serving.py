@@ -696,8 +696,19 @@ def print_summary(result: dict, earlier: dict | None) -> None:
         print(line + f"{shown}  {'MET' if met else 'NOT MET'}")
 
 
+def raise_open_files_limit() -> None:
+    """A thousand people hold a thousand connections, on this side and (inherited) in gunicorn's."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 65536 if hard == resource.RLIM_INFINITY else hard
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
 def main(argv=None):
     args = parse_args(argv)
+    raise_open_files_limit()
     sys.path.insert(0, str(Path(args.app_root).resolve()))
     media = tempfile.mkdtemp(prefix="vericap-bench-media-")
     env = {
