@@ -388,10 +388,13 @@ def send(http, recorder, op, method, url, stop_at, timeout, **kwargs):
                 return response
         if time.time() > stop_at:
             return None
-        wait = 1.0 * 2 ** min(attempt, 4)
+        wait = min(30.0, 2.0**attempt)
         if response is not None and response.headers.get("Retry-After", "").isdigit():
             wait = float(response.headers["Retry-After"])
-        time.sleep(wait * random.uniform(0.5, 1.0))
+        # As hit.js: the wait the server names (or a doubling one), plus up to 30 % at random.
+        time.sleep(min(wait * random.uniform(1.0, 1.3), max(0.0, stop_at - time.time())))
+        if time.time() >= stop_at:
+            return None
 
 
 class SessionPool:

@@ -6,7 +6,9 @@ each connection is stamped when it is queued; a thread that picks up a request w
 `VERICAP_MAX_QUEUE_WAIT` seconds (0.5 by default) answers it with a ready-made 503 and `Retry-After`
 instead of running Django on it. That answer costs a fraction of a millisecond, so a saturated server
 keeps serving what it can at its full rate, refuses the rest clearly, and the connection stays open.
-A refused request did nothing, so sending it again is always safe (hit.js does, after Retry-After).
+Retry-After grows with the share of requests refused (Pressure), so the refused come back spread out
+instead of all at once. A refused request did nothing, so sending it again is always safe (hit.js does,
+after Retry-After).
 
 `/healthz` is never refused: an orchestrator must not restart a server for being busy.
 
@@ -35,6 +37,10 @@ def max_queue_wait() -> float:
 
 def retry_after_seconds() -> int:
     return int(os.environ.get("VERICAP_BUSY_RETRY_AFTER", "2"))
+
+
+def retry_after_cap() -> int:
+    return int(os.environ.get("VERICAP_BUSY_RETRY_AFTER_MAX", "60"))
 
 
 def _wants_json(environ) -> bool:
@@ -75,25 +81,61 @@ def busy_response(environ, start_response, retry_after: int):
     return [body]
 
 
-def shedding(app, *, max_wait: float, retry_after: int):
-    """`app`, but a request that waited in the queue longer than `max_wait` seconds gets the busy 503."""
+class Pressure:
+    """How far past capacity this process is: refused / served requests over the last two seconds.
+
+    Retry-After grows with it, so the refused come back spread over as many seconds as it takes to serve
+    them: at 5 refused per served request, `base` x 6 seconds, at most `cap`. A fixed Retry-After would
+    bring every refused browser back in the same few seconds, refused again, until refusals alone fill
+    the server. Counters are updated without a lock: a lost increment only nudges an estimate.
+    """
+
+    WINDOW = 2.0
+
+    def __init__(self):
+        self.started, self.served, self.refused, self.ratio = time.monotonic(), 0, 0, 0.0
+
+    def note(self, *, refused: bool) -> None:
+        now = time.monotonic()
+        if now - self.started >= self.WINDOW:
+            self.ratio = self.refused / max(self.served, 1)
+            self.started, self.served, self.refused = now, 0, 0
+        if refused:
+            self.refused += 1
+        else:
+            self.served += 1
+
+    def retry_after(self, base: int, cap: int) -> int:
+        ratio = max(self.ratio, self.refused / max(self.served, 1))
+        # A little spread too, so refused browsers do not all come back in the same second.
+        return min(cap, round(base * (1 + ratio))) + random.randint(0, 1)
+
+
+def shedding(app, *, max_wait: float, retry_after: int, retry_cap: int = 60):
+    """`app`, but a request that waited in the queue longer than `max_wait` seconds gets the busy 503,
+    with a Retry-After from `retry_after` up to `retry_cap` seconds as the overload grows (Pressure)."""
+    pressure = Pressure()
 
     def wrapped(environ, start_response):
         waited = getattr(_local, "waited", 0.0)
         if waited > max_wait and environ.get("PATH_INFO") not in NEVER_REFUSED:
+            pressure.note(refused=True)
             # Consume the body: the connection stays usable for the client's next request.
             environ["wsgi.input"].read()
-            # A little spread, so refused browsers do not all come back in the same second.
-            return busy_response(environ, start_response, retry_after + random.randint(0, 1))
+            return busy_response(environ, start_response, pressure.retry_after(retry_after, retry_cap))
+        pressure.note(refused=False)
         return app(environ, start_response)
 
+    wrapped.pressure = pressure
     return wrapped
 
 
 class SheddingWorker(ThreadWorker):
     def load_wsgi(self):
         super().load_wsgi()
-        self.wsgi = shedding(self.wsgi, max_wait=max_queue_wait(), retry_after=retry_after_seconds())
+        self.wsgi = shedding(
+            self.wsgi, max_wait=max_queue_wait(), retry_after=retry_after_seconds(), retry_cap=retry_after_cap()
+        )
 
     def enqueue_req(self, conn):
         conn.vericap_queued_at = time.monotonic()

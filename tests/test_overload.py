@@ -46,7 +46,7 @@ def test_a_request_that_waited_past_the_bound_gets_503_with_retry_after_and_json
     gunicorn_worker._local.waited = 0.8
     answer = call(app)
     assert answer["status"].startswith("503")
-    assert answer["headers"]["Retry-After"] in ("2", "3")
+    assert answer["headers"]["Retry-After"] in ("2", "3", "4", "5")
     body = json.loads(answer["body"])
     assert body["busy"] is True and "Nothing you saved is lost" in body["error"]
 
@@ -58,6 +58,21 @@ def test_a_page_refused_reloads_itself_and_a_prompt_request_is_served():
     assert page["status"].startswith("503") and b'http-equiv="refresh"' in page["body"]
     gunicorn_worker._local.waited = 0.1
     assert call(app)["body"] == b"served"
+
+
+def test_retry_after_grows_with_the_share_refused_and_stays_capped():
+    app = gunicorn_worker.shedding(served, max_wait=0.5, retry_after=2, retry_cap=20)
+    gunicorn_worker._local.waited = 0.8
+    first = int(call(app)["headers"]["Retry-After"])
+    for _ in range(10):  # 10 refused, none served: far past capacity
+        call(app)
+    later = int(call(app)["headers"]["Retry-After"])
+    assert first in (2, 3, 4, 5) and 20 <= later <= 21
+    gunicorn_worker._local.waited = 0.0
+    for _ in range(100):  # served again: the estimate comes down
+        call(app)
+    gunicorn_worker._local.waited = 0.8
+    assert int(call(app)["headers"]["Retry-After"]) <= 5
 
 
 def test_the_health_check_is_never_refused():
