@@ -9,6 +9,8 @@ process's connection, read from /proc), and with --profile the top functions by 
     .venv/bin/python bench/request_profile.py                   # 60 workers x (claim, page, 18 autosaves, submit)
     .venv/bin/python bench/request_profile.py --profile page    # plus cProfile's top 30 for the HIT page
     .venv/bin/python bench/request_profile.py --queries autosave  # print the SQL of one autosave
+
+It measures the checkout it sits in: to measure another, copy it there (a scratch worktree of it).
 """
 
 import argparse
@@ -67,6 +69,9 @@ def main():
     import django
 
     django.setup()
+    import annotator
+
+    print(f"measuring {Path(annotator.__file__).parent.parent}")
     from django.core.management import call_command
     from django.db import connection
     from django.test import Client
