@@ -120,8 +120,15 @@ def shedding(app, *, max_wait: float, retry_after: int, retry_cap: int = 60):
         waited = getattr(_local, "waited", 0.0)
         if waited > max_wait and environ.get("PATH_INFO") not in NEVER_REFUSED:
             pressure.note(refused=True)
-            # Consume the body: the connection stays usable for the client's next request.
-            environ["wsgi.input"].read()
+            # Consume a small body, so the connection stays usable for the client's next request; a large
+            # one (an upload) is left to gunicorn, which drains it within its time limit or closes the
+            # connection after this answer.
+            try:
+                length = int(environ.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                length = 0
+            if 0 < length <= 1 << 20:
+                environ["wsgi.input"].read(length)
             return busy_response(environ, start_response, pressure.retry_after(retry_after, retry_cap))
         pressure.note(refused=False)
         return app(environ, start_response)
