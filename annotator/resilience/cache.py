@@ -23,7 +23,7 @@ import threading
 import time
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
-from django.core.cache.backends.redis import RedisCache
+from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +44,24 @@ def _connection_errors() -> tuple[type[BaseException], ...]:
     return (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
+class ReusingRedisCacheClient(RedisCacheClient):
+    """Django's client builds a new redis.Redis object for every cache call (its response-callback table
+    alone is ~170 entries); a redis.Redis is thread-safe over its pool, so one per pool serves them all.
+    Every worker request reads its session from the cache, so this is paid on every request."""
+
+    def get_client(self, key=None, *, write=False):
+        index = self._get_connection_pool_index(write)
+        clients = self.__dict__.setdefault("_clients", {})
+        client = clients.get(index)
+        if client is None:
+            client = clients[index] = self._client(connection_pool=self._get_connection_pool(write))
+        return client
+
+
 class FailSoftRedisCache(RedisCache):
     def __init__(self, server, params):
         super().__init__(server, params)
+        self._class = ReusingRedisCacheClient
         options = dict(self._options)
         self.down_seconds = float(options.pop("down_seconds", 2.0))
         # Short socket timeouts: a cache that does not answer within a second is treated as down.

@@ -6,6 +6,7 @@ the pair id, the role (gold or not) or the provenance. Qualification items use `
 follows the same rule.
 """
 
+from django.core.cache import cache
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
@@ -49,9 +50,30 @@ def pair_display(*, pair: Pair) -> dict:
     }
 
 
+HIT_ITEMS_CACHE_SECONDS = 300
+
+
 def hit_items_for_worker(*, hit: Hit) -> list[dict]:
     """The HIT's items in position order, exactly as the worker's browser receives them."""
     return hit_worker_items(hit=hit)
+
+
+def hit_items_for_leased_worker(*, hit: Hit) -> list[dict]:
+    """hit_items_for_worker for a HIT a worker holds a lease on (its campaign was launched).
+
+    Kept in the shared cache for a few minutes: a HIT page is loaded by every worker the HIT asks for
+    (and again on each reload), and its items never change once the campaign is launched. The key holds
+    the HIT's creation time (a reused id is never served another HIT's items); the time limit keeps
+    signed storage URLs (S3 query-string auth) well inside their validity. Not for a draft's HITs, whose
+    items a build may still be writing.
+    """
+    key = f"hit-worker-items:{hit.pk}:{hit.created_at.timestamp()}"
+    items = cache.get(key)
+    if items is None:
+        items = hit_worker_items(hit=hit)
+        if items:  # a HIT being built has no items yet: never remember that
+            cache.set(key, items, HIT_ITEMS_CACHE_SECONDS)
+    return items
 
 
 _TOKEN_CACHE: dict[tuple[int, str], tuple[tuple[str, int], ...]] = {}

@@ -358,7 +358,7 @@ def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: 
 def work_hit(request, assignment_id: int):
     assignment = _own_assignment(request, assignment_id)
     campaign = assignment.hit.campaign
-    items = work_selectors.hit_items_for_worker(hit=assignment.hit)
+    items = work_selectors.hit_items_for_leased_worker(hit=assignment.hit)
     answers = work_selectors.assignment_answers_for_worker(assignment=assignment)
     editable = assignment.status == AssignmentStatus.RESERVED and not assignment_is_expired(assignment)
     context = _hit_context(
@@ -464,15 +464,19 @@ def _next_url_after_submit(request, assignment) -> str:
 @worker_required
 def work_submit(request, assignment_id: int):
     """Submit the HIT (JSON from hit.js, or the plain form). Idempotent: a second submit changes nothing."""
-    assignment = _own_assignment(request, assignment_id)
     if request.content_type == "application/json":
         answers = _json_body(request).get("answers") or []
         if not isinstance(answers, list):
             raise ApplicationError("answers must be a list.")
     else:
         answers = _answers_from_form(request.POST)
-    already = assignment.status != AssignmentStatus.RESERVED
-    assignment = answer_services.assignment_submit(assignment=assignment, worker=request.worker, answers=answers)
+    # The service locks the row and answers 404 unless it is this worker's: no separate lookup here. It
+    # stamps a submission it makes now with `now`, so anything else was submitted (or decided) before.
+    now = timezone.now()
+    assignment = answer_services.assignment_submit(
+        assignment=Assignment(pk=assignment_id), worker=request.worker, answers=answers, now=now
+    )
+    already = not (assignment.status == AssignmentStatus.SUBMITTED and assignment.submitted_at == now)
     next_url = (
         reverse("work_home")
         if already and not request.worker.external_id

@@ -176,23 +176,37 @@
           if (!busy()) setSaveState("All answers saved.");
           pump(t);
         } else if (response.status >= 500) {
-          retry(t, item, retryAfter(response));
+          retry(t, item, retryAfter(response), response.status === 503 ? (body.busy ? "busy" : "away") : "error");
         } else {
           setSaveState("Not saved: " + (body.error || "the server refused this answer") + ".");
         }
       });
-    }).catch(function () { inFlight[t] = false; retry(t, item); });
+    }).catch(function () { inFlight[t] = false; retry(t, item, null, "offline"); });
   }
   // A 503 names its wait (Retry-After): the server is briefly unavailable, and an autosave is safe to repeat.
   function retryAfter(response) {
     const seconds = parseInt(response.headers.get("Retry-After") || "", 10);
     return isNaN(seconds) ? null : seconds * 1000;
   }
-  function retry(t, item, wait) {
+  // Retry-After when the server names it, else a doubling backoff; both spread a little, so that browsers
+  // refused together do not all come back in the same second.
+  function backoff(wait, tries) {
+    const base = wait || Math.min(30000, 1000 * Math.pow(2, tries));
+    return Math.round(base * (1 + 0.3 * Math.random()));
+  }
+  const WHY = {
+    busy: "the server is busy",
+    away: "the server is briefly unavailable",
+    error: "the server had a problem",
+    offline: "no connection",
+  };
+  function retry(t, item, wait, why) {
     failures += 1;
-    setSaveState("Not saved yet (no connection) - retrying\u2026");
+    const ms = backoff(wait, failures);
+    setSaveState("Not saved yet (" + (WHY[why] || WHY.offline) + ") - trying again in " + Math.max(1, Math.round(ms / 1000)) +
+      " s. Your answer stays on this page.");
     if (!pending[t]) pending[t] = item;
-    setTimeout(function () { pump(t); }, wait || Math.min(30000, 1000 * Math.pow(2, failures)));
+    setTimeout(function () { pump(t); }, ms);
   }
   window.addEventListener("beforeunload", function (event) {
     if (busy()) {
@@ -328,9 +342,9 @@
       missingNode.textContent = text + " Your answers are saved as you go; try again in a moment.";
       return;
     }
-    const ms = wait || Math.min(30000, 1000 * Math.pow(2, submitTries));
+    const ms = backoff(wait, submitTries);
     missingNode.classList.remove("complete");
-    missingNode.textContent = text + " Trying again in " + Math.round(ms / 1000) + " s\u2026";
+    missingNode.textContent = text + " Trying again in " + Math.max(1, Math.round(ms / 1000)) + " s\u2026";
     setTimeout(sendSubmit, ms);
   }
   form.addEventListener("submit", function (event) {
@@ -357,6 +371,7 @@
           return;
         }
         if (response.status === 503) {
+          submitButton.textContent = "Waiting to submit\u2026";
           submitLater(retryAfter(response), body.error || "The server is briefly unavailable.");
           return;
         }
@@ -366,6 +381,7 @@
         missingNode.textContent = body.error || "The server could not take the HIT; try again.";
       });
     }).catch(function () {
+      submitButton.textContent = "Waiting to submit\u2026";
       submitLater(null, "Could not reach the server.");
     });
   }

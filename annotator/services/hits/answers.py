@@ -291,7 +291,10 @@ def assignment_submit(
             raise ApplicationError(f"Not finished yet - {summary}{more}.", extra={"missing": missing})
         assignment_transition(assignment=locked, target=AssignmentStatus.SUBMITTED, reason="submitted", now=now)
         enqueue_on_commit(SCORE_TASK, locked.pk)
-    campaign_budget_enforce(campaign_id=locked.hit.campaign_id)
+    # The campaign was read with the lock, inside this transaction: without a budget there is nothing to
+    # enforce, and most campaigns have none (a budget set this very moment is enforced at the next submit).
+    if locked.hit.campaign.budget_cents is not None:
+        campaign_budget_enforce(campaign_id=locked.hit.campaign_id)
     return locked
 
 
