@@ -54,8 +54,8 @@ def _routes():
 
 def _world(owner, *, suffix: str = ""):
     """One requester's work: a dataset with a run, a live campaign with an assignment, labels, an export,
-    an evaluation, a cleanup proposal, a failed MTurk decision, a private label set of the campaign, a webhook
-    with a delivery."""
+    an evaluation, a cleanup proposal, a failed MTurk decision and a failed bonus, a private label set of the
+    campaign, a webhook with a delivery."""
     dataset = factories.DatasetFactory(name=f"tenant-dataset-zq{suffix}", owner=owner)
     run = factories.RankingRunFactory(dataset=dataset, created_by=owner)
     campaign = factories.live_campaign_with_hits(name=f"tenant-campaign-zq{suffix}", owner=owner, dataset=dataset)
@@ -80,6 +80,15 @@ def _world(owner, *, suffix: str = ""):
     decision = models.ExternalDecision.objects.create(
         assignment=assignment, decision="approve", status=models.ExternalDecisionStatus.FAILED
     )
+    bonus = models.Bonus.objects.create(
+        assignment=assignment,
+        worker_id=assignment.worker_id,
+        campaign=campaign,
+        amount_cents=50,
+        reason="careful work",
+        idempotency_key=f"bonus-{dataset.pk}",
+        status=models.PayoutStatus.FAILED,
+    )
     endpoint = webhook_endpoint_create(owner=owner, url=f"https://hooks.example/{dataset.pk}")
     delivery = models.WebhookDelivery.objects.create(
         endpoint=endpoint, message_id=f"msg-{dataset.pk}", event=models.WebhookEvent.values[0]
@@ -98,6 +107,7 @@ def _world(owner, *, suffix: str = ""):
         "evaluation_id": evaluation.pk,
         "proposal_id": proposal.pk,
         "label_set_id": label_set.pk,
+        "bonus_id": bonus.pk,
     }
 
 
