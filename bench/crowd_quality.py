@@ -84,6 +84,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=40)
     parser.add_argument("--variants", default="fixed,adaptive,assisted")
     parser.add_argument("--no-oracle", action="store_true", help="skip the oracle bound")
+    parser.add_argument(
+        "--annotators",
+        default="tfidf_pivot",
+        help="offline annotators whose runs the campaign pools (comma-separated: tfidf_pivot, minilm_pivot)",
+    )
     args = parser.parse_args()
 
     import django
@@ -101,7 +106,12 @@ def main() -> None:
     started = time.perf_counter()
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         config = SimulationConfig(
-            images=args.images, workers=args.workers, seed=seed, qualification_items=0, ranking="auto"
+            images=args.images,
+            workers=args.workers,
+            seed=seed,
+            qualification_items=0,
+            ranking="auto",
+            annotators=tuple(a.strip() for a in args.annotators.split(",") if a.strip()),
         )
         results = simulate_variants(config, variants)
         for result in results:

@@ -118,7 +118,10 @@ class SimulationConfig:
     review: str = "reject"  # what the simulated requester does with the review queue: reject | inspect
     reward_cents: int = 50
     max_rounds: int = 400
-    ranking: str = "auto"  # auto (tfidf_pivot if it runs, else the cheap proposal) | tfidf | proposal
+    ranking: str = "auto"  # auto (the annotators' runs if they run, else the cheap proposal) | tfidf | proposal
+    # The offline annotators that rank the dataset; the campaign pools every run's top `pool_depth`, as a
+    # requester's campaign over several runs does (`make demo` ranks with minilm_pivot and tfidf_pivot).
+    annotators: tuple = ("tfidf_pivot",)
 
     def kinds(self) -> list[str]:
         random_share, always_yes_share = self.random_share, self.always_yes_share
@@ -285,13 +288,19 @@ def _dataset(*, images: int, seed: int, owner) -> tuple[Dataset, dict]:
     return dataset, truth
 
 
-def _real_ranking(*, dataset: Dataset, top_k: int, wait_seconds: float = 600) -> RankingRun | None:
-    """A real tfidf_pivot run through the ranking service; None when the runtime is missing or fails."""
+RANKING_ANNOTATORS = ("tfidf_pivot", "minilm_pivot")  # offline, text pivots: they rank i2t
+
+
+def _real_ranking(
+    *, dataset: Dataset, top_k: int, kind: str = "tfidf_pivot", wait_seconds: float = 600
+) -> RankingRun | None:
+    """A real run of the offline annotator `kind` through the ranking service; None when the runtime is
+    missing or fails."""
     from annotator.services.ranking.annotators import annotator_register
     from annotator.services.ranking.runs import ranking_run_start
 
     try:
-        annotator = annotator_register(name="tfidf-pivot", kind=AnnotatorKind.TFIDF_PIVOT)
+        annotator = annotator_register(name=kind.replace("_", "-"), kind=kind)
         run = RankingRun.objects.filter(
             dataset=dataset, annotator=annotator, top_k__gte=top_k, status=RunStatus.SUCCEEDED
         ).first() or ranking_run_start(dataset=dataset, annotator=annotator, top_k=top_k)
@@ -471,18 +480,32 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
     caption_source = dict(Caption.objects.filter(dataset=dataset).values_list("pk", "source_id"))
 
     top_k = 25
-    run = None if config.ranking == "proposal" else _real_ranking(dataset=dataset, top_k=top_k)
-    if run is None and config.ranking == "tfidf":
-        raise ApplicationError("The tfidf_pivot ranking run did not succeed here.")
-    source = "tfidf_pivot ranking run" if run is not None else "cheap proposal (truth positives + random)"
-    if run is None:
-        run = _propose_candidates(dataset=dataset, truth=truth, top_k=top_k, seed=config.seed)
+    unknown = [kind for kind in config.annotators if kind not in RANKING_ANNOTATORS]
+    if unknown or not config.annotators:
+        raise ApplicationError(f"The simulation ranks with some of {', '.join(RANKING_ANNOTATORS)}.")
+    runs = []
+    if config.ranking != "proposal":
+        for kind in config.annotators:
+            run = _real_ranking(dataset=dataset, top_k=top_k, kind=kind)
+            if run is None:
+                runs = []
+                break
+            runs.append(run)
+    if not runs and config.ranking == "tfidf":
+        raise ApplicationError(f"The {', '.join(config.annotators)} ranking runs did not succeed here.")
+    source = (
+        " + ".join(config.annotators) + (" ranking runs" if len(runs) > 1 else " ranking run")
+        if runs
+        else "cheap proposal (truth positives + random)"
+    )
+    if not runs:
+        runs = [_propose_candidates(dataset=dataset, truth=truth, top_k=top_k, seed=config.seed)]
     log(f"dataset {dataset.name}: {len(image_source)} images, {len(caption_source)} captions; candidates: {source}")
 
     campaign = campaign_create(
         owner=owner,
         dataset=dataset,
-        runs=[run],
+        runs=runs,
         name=f"simulation {config.variant} seed {config.seed} ({timezone.now():%Y-%m-%d %H:%M:%S})",
         direction="i2t",
         pool_depth=config.pool_depth,

@@ -3,7 +3,14 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.errors import ApplicationError
-from annotator.scenarios.simulation import BAD_KINDS, VARIANTS, SimulationConfig, simulate_variants, variants_table
+from annotator.scenarios.simulation import (
+    BAD_KINDS,
+    RANKING_ANNOTATORS,
+    VARIANTS,
+    SimulationConfig,
+    simulate_variants,
+    variants_table,
+)
 
 
 class Command(BaseCommand):
@@ -47,6 +54,11 @@ class Command(BaseCommand):
         parser.add_argument("--gold-fail-action", choices=["review", "reject"], default=defaults.gold_fail_action)
         parser.add_argument("--review", choices=["reject", "inspect"], default=defaults.review)
         parser.add_argument("--ranking", choices=["auto", "tfidf", "proposal"], default=defaults.ranking)
+        parser.add_argument(
+            "--annotators",
+            default=",".join(defaults.annotators),
+            help="offline annotators whose runs the campaign pools: tfidf_pivot, minilm_pivot (comma-separated)",
+        )
 
     def handle(self, *args, **options):
         if options["images"] < 2 or options["workers"] < 1:
@@ -58,6 +70,9 @@ class Command(BaseCommand):
         unknown = [k for k in kinds if k not in BAD_KINDS]
         if unknown or not kinds:
             raise CommandError(f"--bad-kinds takes some of {', '.join(BAD_KINDS)}.")
+        options["annotators"] = tuple(a.strip() for a in options["annotators"].split(",") if a.strip())
+        if not options["annotators"] or any(a not in RANKING_ANNOTATORS for a in options["annotators"]):
+            raise CommandError(f"--annotators takes some of {', '.join(RANKING_ANNOTATORS)}.")
         variants = [v.strip() for v in options.pop("variants").split(",") if v.strip()]
         if not variants or any(v not in VARIANTS for v in variants):
             raise CommandError(f"--variants takes some of {', '.join(VARIANTS)}.")
