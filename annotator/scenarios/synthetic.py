@@ -247,8 +247,8 @@ def generate(
 ) -> tuple[list[Scene], list[SyntheticCaption]]:
     """Scenes, five captions each, and each caption's exact matches; deterministic per seed.
 
-    `fine`: every caption keeps adding facts of its scene until it describes its own image alone (or has
-    none left), so an ordinary caption picks out its image. `coarse_share`: that share of the captions is
+    `fine`: every ordinary caption states every fact of its scene (five paraphrases of one full
+    description), so it picks out its image. `coarse_share`: that share of the captions is
     planted coarse, one object and its count ("Two balls."), a fact that fits many images (MSCOCO-FG's
     coarse-grained texts); `coarse_planted` lists them. The defaults draw exactly what they always drew.
     """
@@ -278,8 +278,10 @@ def generate(
                     )
                 )
                 continue
-            for _attempt in range(8):  # prefer five different fact sets; tiny scenes may repeat one
-                facts = _choose_facts(rng, scene, index, 1 if fine else rng.randint(*MATCH_TARGET))
+            for _attempt in range(1 if fine else 8):  # prefer five different fact sets; tiny scenes may repeat one
+                facts = (
+                    frozenset(scene.facts()) if fine else _choose_facts(rng, scene, index, rng.randint(*MATCH_TARGET))
+                )
                 if facts not in seen:
                     break
             seen.add(facts)

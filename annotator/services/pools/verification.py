@@ -86,6 +86,7 @@ def enlargement_verification_create(*, enlargement: GalleryEnlargement, owner, n
             )
         run = enlargement_ranking_run(enlargement=enlargement)
         options.setdefault("pool_depth", run.top_k)
+        options.setdefault("gold_exclusion_depth", run.top_k)
         options.setdefault("rationale_followups", False)
         campaign = campaign_create(
             owner=owner,

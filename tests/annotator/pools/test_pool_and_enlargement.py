@@ -118,7 +118,8 @@ def test_combining_keeps_each_pool_image_once_for_the_target_that_wants_it_most(
         keep=2,
     )
     assert proposal["targets"]["1"][0][:1] == [10] and proposal["targets"]["1"][0][2] == "both"
-    assert [item[0] for item in proposal["targets"]["2"]] == [12, 13]
+    # 10 went to target 1 (in both of its lists); 13 is first of a list, 12 second: 13 comes first.
+    assert [item[0] for item in proposal["targets"]["2"]] == [13, 12]
     assert proposal["counts"]["duplicates_removed"] == 1
 
 
@@ -173,8 +174,8 @@ def test_verification_recovers_the_added_images_the_truth_says_match_and_coarse_
     found_ids = {c.caption_id for c in found}
     recall = len(found_ids & planted) / len(planted)
     precision = len(found_ids & planted) / max(len(found_ids), 1)
-    print("coarse", recall, precision, len(found_ids), len(planted))
-    assert recall >= 0.8 and precision >= 0.5, (recall, precision)
+    # Measured: recall 0.80, precision 0.80 (12 of the 15 planted, 15 called coarse; seed 5).
+    assert recall >= 0.75 and precision >= 0.7, (recall, precision)
     assert all(c.confusers for c in found if c.own_ranks[run.pk] != 1)
     with_verified = {c.caption_id: c for c in coarse_captions(world.dataset, run_ids=[run.pk], rule="all")}
     for caption_pk, image_pk in verified:
