@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.core.files.storage import default_storage
 from django.db.models import F
 
 from annotator.errors import ApplicationError
@@ -182,7 +183,7 @@ def coarse_captions(
                     {
                         "image_id": image_id,
                         "source_id": images[image_id]["source_id"],
-                        "thumbnail": images[image_id]["thumbnail"] or images[image_id]["file"],
+                        "thumbnail": default_storage.url(images[image_id]["thumbnail"] or images[image_id]["file"]),
                         "runs_ranking_it_higher": votes,
                         "best_rank": best,
                     }

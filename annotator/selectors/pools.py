@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.files.storage import default_storage
 from django.db.models import F
 
 from annotator.models import GalleryAddition, GalleryEnlargement, Image, Label, PoolImage
@@ -25,12 +26,14 @@ def enlargement_preview(*, enlargement: GalleryEnlargement, limit: int | None = 
             {
                 "target_id": image["pk"],
                 "target_source_id": image["source_id"],
-                "target_thumbnail": image["thumbnail"],
+                "target_thumbnail": default_storage.url(image["thumbnail"]) if image["thumbnail"] else "",
                 "proposed": [
                     {
                         "pool_image_id": pool_id,
                         "source_id": pool[pool_id]["source_id"],
-                        "thumbnail": pool[pool_id]["thumbnail"],
+                        "thumbnail": default_storage.url(pool[pool_id]["thumbnail"])
+                        if pool[pool_id]["thumbnail"]
+                        else "",
                         "score": score,
                         "via": via,
                         "image_score": image_score,
