@@ -39,9 +39,10 @@ def test_requester_imports_a_pool_previews_the_enlargement_and_adds_it(browser, 
     page.get_by_label("Pool images kept per target").fill("3")
     page.get_by_role("button", name="Score and preview").click()
     page.wait_for_url("**/enlargements/*/")
+    # The scoring runs beside the request; the job widget follows it and reloads the page when it ends.
+    page.get_by_role("button", name="Add these").wait_for(timeout=90_000)
     enlargement = models.GalleryEnlargement.objects.get(pool=pool)
     assert enlargement.status == models.EnlargementStatus.PROPOSED, enlargement.error
-    page.reload()
     assert page.locator("section.enlargement-target").count() >= 10
     assert page.locator("section.enlargement-target img").count() > page.locator("section.enlargement-target").count()
     assert not models.GalleryAddition.objects.exists()  # nothing added before the person confirms
