@@ -111,7 +111,7 @@ class ImagePoolViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedV
         pool = self.get_object()
         _managed_dataset(request.user, pool.dataset_id)
         data = _validated(EnlargeSerializer, request.data)
-        enlargement = enlargement_request(pool=pool, user=request.user, in_background=True, **data)
+        enlargement = enlargement_request(pool=pool, user=request.user, **data)
         return Response(EnlargementSerializer(enlargement).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -97,7 +97,6 @@ def pool_enlarge_submit(request, pool_id: int):
         k_image=_int(request.POST.get("k_image"), 20),
         k_caption=_int(request.POST.get("k_caption"), 20),
         keep=_int(request.POST.get("keep"), 9),
-        in_background=True,
     )
     return redirect("enlargement-detail", enlargement.pk)
 

@@ -29,9 +29,10 @@ def test_requester_imports_a_pool_previews_the_enlargement_and_adds_it(browser, 
     page.get_by_label("Images (a .zip)").set_input_files(str(archive))
     page.get_by_role("button", name="Import").click()
     page.wait_for_url("**/pools/*/")
+    # The import runs beside the request; the job widget follows it and reloads the page when it ends.
+    page.get_by_role("button", name="Score and preview").wait_for(timeout=90_000)
     pool = models.ImagePool.objects.get(dataset=world.dataset)
-    assert pool.status == models.PoolStatus.READY  # eager Celery: imported right after the request
-    page.reload()
+    assert pool.status == models.PoolStatus.READY
     text = page.inner_text("main") if page.locator("main").count() else page.inner_text("body")
     assert "Duplicates of test images" in text and "identical" in text and "near" in text
     screenshot(page, "pool-1-imported")

@@ -32,7 +32,7 @@ from annotator.models import (
     PoolStatus,
 )
 from annotator.models.state import check_transition
-from annotator.queue import enqueue_in_background_on_commit, enqueue_on_commit
+from annotator.queue import enqueue_long_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -66,13 +66,12 @@ def enlargement_request(
     k_image: int = 20,
     k_caption: int = 20,
     keep: int = 9,
-    in_background: bool = False,
 ) -> GalleryEnlargement:
     """Queue the scoring of `pool` against its dataset's test images (a task on the `gpu` queue, after
     commit). Refused (400) for bad sizes or annotators, 409 for a pool that is not ready. The proposal is
     previewed before anything joins the dataset (enlargement_add). Not idempotent: each call is a new one.
-    `in_background` (pages and the API): on eager Celery the scoring runs in a thread of this process, not
-    inside the request (annotator.queue.enqueue_in_background_on_commit)."""
+    Long work: started from a request on eager Celery it runs beside the request (annotator.queue
+    .enqueue_long_on_commit); from a command it has finished when this returns."""
     if pool.status != PoolStatus.READY:
         raise ApplicationError(f"Pool {pool.name} is {pool.status}; enlarge from a ready pool.", status=409)
     for label, value in (("k_image", k_image), ("k_caption", k_caption)):
@@ -104,7 +103,7 @@ def enlargement_request(
             keep=keep,
             queued_at=timezone.now(),
         )
-        (enqueue_in_background_on_commit if in_background else enqueue_on_commit)(ENLARGEMENT_TASK, enlargement.pk)
+        enqueue_long_on_commit(ENLARGEMENT_TASK, enlargement.pk)
     enlargement.refresh_from_db()
     return enlargement
 
@@ -149,7 +148,7 @@ def enlargement_retry(*, enlargement: GalleryEnlargement) -> GalleryEnlargement:
         enlargement.queued_at = timezone.now()
         enlargement.error = ""
         enlargement.save(update_fields=["status", "queued_at", "error"])
-        enqueue_on_commit(ENLARGEMENT_TASK, enlargement.pk)
+        enqueue_long_on_commit(ENLARGEMENT_TASK, enlargement.pk)
     return enlargement
 
 

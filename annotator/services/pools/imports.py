@@ -41,7 +41,7 @@ from annotator.importing.screening import IMAGE_SUFFIXES, screen_images_zip
 from annotator.jobs import job_stalled
 from annotator.models import POOL_TRANSITIONS, Dataset, DatasetStatus, Image, ImagePool, PoolImage, PoolStatus
 from annotator.models.state import check_transition
-from annotator.queue import enqueue_on_commit
+from annotator.queue import enqueue_long_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -239,7 +239,7 @@ def pool_upload(*, dataset: Dataset, name: str, images, user) -> ImagePool:
     with transaction.atomic():
         pool = ImagePool.objects.create(dataset=dataset, name=name, created_by=user, report={"phase": "queued"})
         default_storage.save(_upload_name(pool.pk), images)
-        enqueue_on_commit(POOL_IMPORT_TASK, pool.pk)
+        enqueue_long_on_commit(POOL_IMPORT_TASK, pool.pk)
     pool.refresh_from_db()
     return pool
 
@@ -262,7 +262,7 @@ def pool_import_retry(*, pool: ImagePool) -> ImagePool:
         pool.status = PoolStatus.IMPORTING
         pool.report = {"phase": "queued"}
         pool.save(update_fields=["status", "report", "updated_at"])
-        enqueue_on_commit(POOL_IMPORT_TASK, pool.pk)
+        enqueue_long_on_commit(POOL_IMPORT_TASK, pool.pk)
     return pool
 
 
