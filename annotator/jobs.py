@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Max
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.module_loading import import_string
@@ -32,7 +33,7 @@ from annotator.models.pools import (
     ImagePool,
     PoolStatus,
 )
-from annotator.models.ranking import RUN_TRANSITIONS, RankingRun, RunStatus
+from annotator.models.ranking import RUN_TRANSITIONS, RankingRun, RankingShard, RunStatus
 from annotator.models.research import EXPORT_TRANSITIONS, ExportJob, ExportStatus
 from annotator.models.state import check_transition
 from annotator.queue import enqueue_long_on_commit
@@ -62,6 +63,11 @@ EXPORT_STALE_AFTER = timedelta(minutes=30)
 def queued_stale_after() -> timedelta:
     """How long a ranking run or an export may wait in its queue before the wait counts as a lost message."""
     return timedelta(seconds=getattr(settings, "SWEEP_JOB_STALE_SECONDS", 600.0))
+
+
+def shard_stale_after() -> timedelta:
+    """How long a running ranking shard may go without committing a chunk before another worker takes it."""
+    return timedelta(seconds=getattr(settings, "RANKING_SHARD_STALE_SECONDS", 600.0))
 
 
 def _epoch(seconds) -> datetime | None:
@@ -147,12 +153,13 @@ class RankingKind(JobKind):
     retry = ("annotator.services.ranking.runs.ranking_run_retry", "run")
 
     def last_alive(self, run):
-        """A queued run: when it was queued. A running one: the heartbeat the pipeline writes into
-        `progress`, its resume, or its start."""
+        """A queued run: when it was queued. A running one: the heartbeat the coordinator writes into
+        `progress`, its resume, its start, or the latest chunk any of its shards committed."""
         if run.status == RunStatus.QUEUED:
             return run.queued_at or run.created_at
         progress = run.progress or {}
-        alive = _latest(_epoch(progress.get("beat_at")), _epoch(progress.get("resumed_at")), run.started_at)
+        shard_beat = RankingShard.objects.filter(run_id=run.pk).aggregate(latest=Max("beat_at"))["latest"]
+        alive = _latest(_epoch(progress.get("beat_at")), _epoch(progress.get("resumed_at")), run.started_at, shard_beat)
         return alive or run.created_at
 
     def stale_after(self, state):

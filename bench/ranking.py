@@ -200,9 +200,9 @@ def bench_topk(n_images: int, n_captions: int, repeats: int) -> dict:
 
 
 def bench_writes(n_queries: int, n_targets: int, repeats: int) -> dict:
-    from annotator.models import Candidate, Dataset, MachineAnnotator
+    from annotator.models import Candidate, Dataset, MachineAnnotator, RankingShard
     from workers.ranking import store
-    from workers.ranking.pipeline import RunExecution, ranking_settings
+    from workers.ranking.pipeline import ShardExecution, ranking_settings
 
     if connection.vendor != "postgresql":
         return {"skipped": f"needs PostgreSQL, database is {connection.vendor}"}
@@ -218,25 +218,22 @@ def bench_writes(n_queries: int, n_targets: int, repeats: int) -> dict:
         Candidate.objects.exclude(run_id=plain_run.pk).delete()  # untimed: the previous repetition's rows
         began = time.perf_counter()
         run = new_run(dataset, annotator)
-        execution = RunExecution(run)
+        n_chunks = -(-n_queries // rows_per_chunk)
+        shard = RankingShard.objects.create(
+            run=run, direction="t2i", start=0, stop=n_queries, chunk_first=0, chunks=n_chunks, status="running"
+        )
+        execution = ShardExecution(shard)
+        identity = np.arange(n_targets + 1, dtype=np.int64)
         for start in range(0, n_queries, rows_per_chunk):
             chunk = slice(start, start + rows_per_chunk)
-            with transaction.atomic():  # what rank_direction does per chunk
-                locked = execution._locked()
-                Candidate.objects.filter(
-                    run_id=locked.pk,
-                    direction="t2i",
-                    query_id__gte=int(query_ids[chunk][0]),
-                    query_id__lte=int(query_ids[chunk][-1]),
-                ).delete()
-                store.candidates_write(
-                    run_id=locked.pk,
-                    direction="t2i",
-                    query_ids=query_ids[chunk],
-                    target_ids=targets[chunk],
-                    scores=scores[chunk],
-                )
-                execution._record(locked, "t2i", start // rows_per_chunk + 1, "ranking t2i")
+            execution._commit_chunk(  # what a shard does per chunk: its own transaction and progress
+                local=start // rows_per_chunk,
+                direction="t2i",
+                query_ids=query_ids[chunk],
+                target_ids=identity,
+                values=torch.from_numpy(scores[chunk]),
+                indices=torch.from_numpy(targets[chunk]),
+            )
         return time.perf_counter() - began
 
     plain_run = new_run(dataset, annotator)
@@ -324,6 +321,242 @@ def bench_scale(n_images: int, n_captions: int) -> dict:
     return json.loads(output.strip().splitlines()[-1])
 
 
+def sharded_dataset(n_images: int, n_captions: int):
+    """A READY dataset of n_images x n_captions (COCO's 5 captions per image) whose minilm_pivot embeddings are
+    already in the embedding cache (normalised random vectors, as in `scale`): the run's encode step is a cache
+    hit, so what is measured is the part the shards split (top-K and candidate writes)."""
+    from annotator.models import Caption, Dataset, Image
+    from annotator.services.ranking.annotators import annotator_register
+    from workers.ranking.annotators import load_annotator
+    from workers.ranking.cache import EmbeddingCache
+    from workers.ranking.pipeline import corpus_load, ranking_settings
+
+    dataset = Dataset.objects.create(name=f"bench-sharded-{n_images}", status="ready")
+    images = Image.objects.bulk_create(
+        Image(
+            dataset=dataset,
+            source_id=f"i{i}",
+            file_name=f"{i}.jpg",
+            file=f"images/{i}.jpg",
+            content_hash=f"{i:064x}",
+            width=64,
+            height=64,
+        )
+        for i in range(n_images)
+    )
+    rng = np.random.default_rng(2)
+    words = "a the dog cat bus red small big two on in near beach street snow grass ball kite car tree".split()
+    Caption.objects.bulk_create(
+        (
+            Caption(
+                dataset=dataset,
+                image=images[c * n_images // n_captions],
+                source_id=f"c{c}",
+                text=" ".join(rng.choice(words, size=6)),
+            )
+            for c in range(n_captions)
+        ),
+        batch_size=5000,
+    )
+    annotator = annotator_register(name="bench-sharded-minilm", kind="minilm_pivot")
+    weights = load_annotator(kind="minilm_pivot", device="cpu").weights_hash()
+    corpus = corpus_load(dataset.pk)
+    cache = EmbeddingCache(dataset_id=dataset.pk, kind="minilm_pivot", weights_hash=weights, version=corpus.version)
+    captions, _owner = synthetic(n_images, n_captions, "cpu", seed=3)
+    shard = ranking_settings()["shard_size"]
+    for index in range(-(-n_captions // shard)):
+        cache.save("texts", index, shard, captions[index * shard : (index + 1) * shard])
+    return dataset, annotator
+
+
+def database_url() -> str:
+    db = connection.settings_dict
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def start_workers(count: int, log_dir: Path) -> list:
+    """`count` real `celery -A config worker -Q gpu --pool=solo` processes on this database and broker, one
+    torch thread each; returns once every one of them is ready."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "RANKING_TORCH_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "RANKING_PRELOAD": "minilm_pivot",  # as a deployed worker: torch and the model loaded at start
+    }
+    workers = []
+    for number in range(count):
+        log_path = log_dir / f"worker-{count}-{number}.log"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "gpu", "--pool=solo"]
+            + ["-n", f"bench{count}-{number}@%h", "--without-heartbeat", "--without-gossip", "--without-mingle"]
+            + ["-l", "INFO"],
+            cwd=ROOT,
+            env=env,
+            stdout=open(log_path, "w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        workers.append((process, log_path))
+    deadline = time.monotonic() + 120
+    while not all("ranking preloaded" in path.read_text() for _p, path in workers):
+        if time.monotonic() > deadline or any(p.poll() is not None for p, _path in workers):
+            stop_workers(workers)
+            raise RuntimeError("a worker did not start: " + "; ".join(path.read_text()[-500:] for _p, path in workers))
+        time.sleep(0.2)
+    return workers
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stop_workers(workers: list) -> None:
+    import signal
+
+    for process, _path in workers:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    for process, _path in workers:
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def sharded_run(dataset, annotator, workers: int, log_dir: Path) -> dict:
+    """One run of `annotator` over `dataset` by `workers` worker processes: wall time from start to succeeded."""
+    from celery import current_app
+
+    from annotator.models import RankingRun, RankingShard
+    from annotator.services.ranking.runs import ranking_run_start
+
+    with current_app.connection_for_write() as conn:  # no stale message of an earlier run in our queue
+        conn.default_channel.queue_purge("gpu")
+    processes = start_workers(workers, log_dir)
+    try:
+        cpu_before = [cpu_seconds(process.pid) for process, _path in processes]
+        began = time.perf_counter()
+        run = ranking_run_start(dataset=dataset, annotator=annotator, top_k=TOP_K)
+        while run.status in ("queued", "running"):
+            time.sleep(0.1)
+            run.refresh_from_db()
+        wall = time.perf_counter() - began
+        cpu = [
+            cpu_seconds(process.pid) - before for (process, _path), before in zip(processes, cpu_before, strict=True)
+        ]
+    finally:
+        stop_workers(processes)
+    if run.status != "succeeded":
+        raise RuntimeError(f"run {run.pk} {run.status}: {run.error}")
+    shards = RankingShard.objects.filter(run=run)
+    first = run.started_at
+    shard_start = min(shards.values_list("started_at", flat=True))
+    return {
+        "workers": workers,
+        "run": run.pk,
+        "wall_s": wall,
+        "worker_cpu_s": cpu,  # CPU the worker processes used (PostgreSQL's share of the COPYs not included)
+        "coordinator_s": (shard_start - first).total_seconds(),  # claim, cached encode, plan, dispatch
+        "shards": shards.count(),
+        "by_worker": sorted(
+            shards.values("worker").annotate(n=models_count("pk")).values_list("n", flat=True), reverse=True
+        ),
+        "rows": RankingRun.objects.get(pk=run.pk).candidates.count(),
+    }
+
+
+def models_count(field):
+    from django.db.models import Count
+
+    return Count(field)
+
+
+def same_candidates(run_a: int, run_b: int) -> int:
+    """Rows in one run's candidates and not the other's (both ways; 0 = identical, scores bit for bit)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT count(*) FROM (
+              (SELECT direction, query_id, target_id, rank, score FROM annotator_candidate WHERE run_id = %s
+               EXCEPT ALL
+               SELECT direction, query_id, target_id, rank, score FROM annotator_candidate WHERE run_id = %s)
+              UNION ALL
+              (SELECT direction, query_id, target_id, rank, score FROM annotator_candidate WHERE run_id = %s
+               EXCEPT ALL
+               SELECT direction, query_id, target_id, rank, score FROM annotator_candidate WHERE run_id = %s)
+            ) AS difference
+            """,
+            [run_a, run_b, run_b, run_a],
+        )
+        return cursor.fetchone()[0]
+
+
+def encode_once_or_per_shard(dataset, annotator, shards: int) -> dict:
+    """What a worker pays to get a run's embeddings: load them from the cache (encode once per run), or
+    encode the captions itself (encode per shard), from the bare encoder's measured throughput."""
+    from annotator.models import RankingRun, RunStatus
+    from workers.ranking.annotators import load_annotator
+    from workers.ranking.pipeline import RunExecution
+
+    run = RankingRun.objects.filter(dataset=dataset, annotator=annotator, status=RunStatus.SUCCEEDED).first()
+    began = time.perf_counter()
+    execution = RunExecution(run)
+    execution.load()
+    execution.prepare(run.progress["plan"], record=False)
+    load_s = time.perf_counter() - began
+    encoder = load_annotator(kind="minilm_pivot", device="cpu")
+    texts = list(dataset.captions.order_by("id").values_list("text", flat=True)[:512])
+    encoder.encode_texts(texts[:64])
+    began = time.perf_counter()
+    for start in range(0, len(texts), 256):
+        encoder.encode_texts(texts[start : start + 256])
+    rate = len(texts) / (time.perf_counter() - began)
+    n_captions = dataset.captions.count()
+    return {
+        "load_cached_s": load_s,
+        "encoder_texts_per_s": rate,
+        "encode_all_s": n_captions / rate,
+        "per_shard_total_s": shards * n_captions / rate,
+    }
+
+
+def bench_sharded(n_images: int, n_captions: int) -> dict:
+    """The same run by 1 and by 2 real worker processes (Redis broker, this PostgreSQL), one torch thread each."""
+    from django.conf import settings as django_settings
+
+    if connection.vendor != "postgresql" or not django_settings.CELERY_BROKER_URL.startswith("redis://"):
+        return {"skipped": "needs PostgreSQL and CELERY_BROKER_URL=redis://..."}
+    from celery import current_app
+
+    dataset, annotator = sharded_dataset(n_images, n_captions)
+    eager = current_app.conf.task_always_eager
+    current_app.conf.task_always_eager = False  # sent to the broker like the web server does
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-ranking-workers-"))
+    try:
+        one = sharded_run(dataset, annotator, 1, log_dir)
+        two = sharded_run(dataset, annotator, 2, log_dir)
+    finally:
+        current_app.conf.task_always_eager = eager
+    different = same_candidates(one["run"], two["run"])
+    assert different == 0, f"{different} candidate rows differ between 1 and 2 workers"
+    return {
+        "images": n_images,
+        "captions": n_captions,
+        "one": one,
+        "two": two,
+        "speedup": one["wall_s"] / two["wall_s"],
+        "different_rows": different,
+        "encoding": encode_once_or_per_shard(dataset, annotator, one["shards"]),
+    }
+
+
 def main(args) -> dict:
     from workers.ranking.pipeline import ranking_settings
 
@@ -336,6 +569,8 @@ def main(args) -> dict:
         "a the dog cat bus red small big two three on in near beach street snow grass ball kite car tree house".split()
     )
     texts = [" ".join(rng.choice(words, size=rng.integers(5, 14))) for _ in range(args.encode_texts)]
+    if args.sharded_only:
+        return report_sharded(args, results)
     results["encode"] = encode = bench_encode(texts, args.repeats)
     print(
         f"encode : pipeline {encode['pipeline_texts_per_s']:.0f} texts/s / bare encoder {encode['bare_texts_per_s']:.0f} texts/s = {encode['ratio']:.3f} (goal >= 0.9; {encode['texts']} captions, minilm_pivot)"
@@ -365,10 +600,46 @@ def main(args) -> dict:
         print(
             f"scale  : {n_images} x {n_captions}: {scale['wall_s']:.1f} s, peak memory {scale['peak_rss_mb']:.0f} MB (goal < 2048), {scale['candidate_rows']} candidate rows"
         )
+    if not args.skip_sharded:
+        return report_sharded(args, results)
+    return save(results)
+
+
+def save(results: dict) -> dict:
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
-    (out / "ranking.json").write_text(json.dumps(results, indent=2))
+    (out / "ranking.json").write_text(json.dumps(results, indent=2, default=str))
     return results
+
+
+def report_sharded(args, results: dict) -> dict:
+    results["sharded"] = sharded = bench_sharded(args.sharded_images, args.sharded_images * 5)
+    if "skipped" in sharded:
+        print(f"sharded: skipped ({sharded['skipped']})")
+        return save(results)
+    one, two = sharded["one"], sharded["two"]
+    size = f"{sharded['images']} x {sharded['captions']}"
+    print(
+        f"sharded: {size}, {one['shards']} shards, {one['rows']} candidate rows; 1 worker {one['wall_s']:.1f} s, "
+        f"2 workers {two['wall_s']:.1f} s (shards per worker {two['by_worker']}): speedup {sharded['speedup']:.2f}x "
+        f"(goal >= 1.7; one torch thread per worker process)"
+    )
+    print(
+        f"sharded: candidates of the 2-worker run vs the 1-worker run: {sharded['different_rows']} rows differ; "
+        f"coordinator (claim, cached encode, plan, dispatch) {one['coordinator_s']:.1f} s / {two['coordinator_s']:.1f} s"
+    )
+    print(
+        f"sharded: worker CPU seconds: 1 worker {sum(one['worker_cpu_s']):.1f}, 2 workers "
+        f"{' + '.join(f'{c:.1f}' for c in two['worker_cpu_s'])} = {sum(two['worker_cpu_s']):.1f} (the same work; "
+        f"2 workers got {sum(two['worker_cpu_s']) / two['wall_s']:.2f} cores of the {os.cpu_count()} on average)"
+    )
+    enc = sharded["encoding"]
+    print(
+        f"encode once vs per shard: loading the cached embeddings in a worker {enc['load_cached_s']:.1f} s; "
+        f"encoding the {sharded['captions']} captions (minilm, {enc['encoder_texts_per_s']:.0f} texts/s here) "
+        f"{enc['encode_all_s']:.0f} s, x {one['shards']} shards = {enc['per_shard_total_s']:.0f} s"
+    )
+    return save(results)
 
 
 if __name__ == "__main__":
@@ -378,6 +649,9 @@ if __name__ == "__main__":
     parser.add_argument("--topk-images", type=int, default=5000, help="images for the top-K ratio (x5 captions)")
     parser.add_argument("--write-queries", type=int, default=20_000)
     parser.add_argument("--skip-large", action="store_true")
+    parser.add_argument("--skip-sharded", action="store_true", help="without the 1 vs 2 worker processes run")
+    parser.add_argument("--sharded-only", action="store_true", help="only the 1 vs 2 worker processes run")
+    parser.add_argument("--sharded-images", type=int, default=5000, help="images of the sharded run (x5 captions)")
     parser.add_argument("--scale-child", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.scale_child:

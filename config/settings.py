@@ -247,6 +247,11 @@ RANKING_BLOCK_MB = env.int("RANKING_BLOCK_MB", default=256)  # cap on one chunk'
 RANKING_SHARD_SIZE = env.int("RANKING_SHARD_SIZE", default=4096)  # items per cached embedding shard
 RANKING_TEXT_BATCH = env.int("RANKING_TEXT_BATCH", default=256)
 RANKING_IMAGE_BATCH = env.int("RANKING_IMAGE_BATCH", default=64)
+# A run's top-K work is cut into shards of this many chunks per direction; any `gpu` worker takes one.
+RANKING_CHUNKS_PER_SHARD = env.int("RANKING_CHUNKS_PER_SHARD", default=4)
+RANKING_TORCH_THREADS = env.int("RANKING_TORCH_THREADS", default=0)  # > 0: torch threads per worker process
+RANKING_PRELOAD = env.list("RANKING_PRELOAD", default=[])  # annotator kinds a worker loads when it starts
+RANKING_SHARD_STALE_SECONDS = env.float("RANKING_SHARD_STALE_SECONDS", default=600.0)  # silent shard: requeued
 
 LOGGING = {
     "version": 1,

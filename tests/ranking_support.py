@@ -43,3 +43,26 @@ def candidate_rows(run) -> list[tuple]:
         (c.direction, c.query_id, c.target_id, c.rank, round(c.score, 5))
         for c in models.Candidate.objects.filter(run=run)
     )
+
+
+def chunks_ranked(run, direction) -> int:
+    """Top-K chunks of `direction` committed over all of the run's shards."""
+    from django.db.models import Sum
+
+    return models.RankingShard.objects.filter(run=run, direction=direction).aggregate(n=Sum("chunks_done"))["n"] or 0
+
+
+WORDS = "dog cat bus red small big two on near beach street snow grass ball kite car tree house boat sky".split()
+
+
+def synthetic_dataset(n_images: int = 30, *, seed: int = 0, name=None):
+    """A READY dataset of short random captions over a small vocabulary (many exact score ties), 1 to 4
+    captions per image; returns (dataset, images, captions)."""
+    import random
+
+    rng = random.Random(seed)
+    themes = [
+        [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 6))) for _ in range(rng.randint(1, 4))]
+        for _ in range(n_images)
+    ]
+    return ranking_dataset(themes, name=name)

@@ -93,12 +93,15 @@ from annotator.models.quality import (
 )
 from annotator.models.ranking import (
     RUN_TRANSITIONS,
+    SHARD_TRANSITIONS,
     AnnotatorKind,
     Candidate,
     Direction,
     MachineAnnotator,
     RankingRun,
+    RankingShard,
     RunStatus,
+    ShardStatus,
 )
 from annotator.models.research import (
     EVALUATION_TRANSITIONS,

@@ -27,6 +27,7 @@ class RequeueKind(models.TextChoices):
     IMPORT = "import", "Dataset import"
     BUILD = "build", "Campaign build"
     RANKING = "ranking", "Ranking run"
+    RANKING_SHARD = "ranking_shard", "Ranking shard"
     EXPORT = "export", "Label export"
     MTURK_DECISION = "mturk_decision", "MTurk decision"
 

@@ -83,6 +83,72 @@ class RankingRun(models.Model):
         return f"{self.annotator} on {self.dataset} ({self.status})"
 
 
+class ShardStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+SHARD_TRANSITIONS = {
+    ShardStatus.QUEUED: {ShardStatus.RUNNING, ShardStatus.FAILED},
+    # back to queued: its run stopped (cancelled, failed) or its worker went silent and it is handed out again
+    ShardStatus.RUNNING: {ShardStatus.DONE, ShardStatus.FAILED, ShardStatus.QUEUED},
+    ShardStatus.FAILED: {ShardStatus.QUEUED},
+    ShardStatus.DONE: set(),
+}
+
+
+class RankingShard(models.Model):
+    """One slice of a run's top-K work: query rows [start, stop) of one direction, `chunks` top-K chunks.
+
+    Any `gpu` worker takes a queued shard (workers.ranking.pipeline.shard_claim) and commits it chunk by
+    chunk, each chunk's candidates in the same transaction as `chunks_done`, so a shard whose worker dies
+    resumes at its first uncommitted chunk and a done shard is never computed again. Shard boundaries are
+    chunk boundaries, so the candidates are exactly those of one worker ranking the whole run.
+    """
+
+    run = models.ForeignKey(RankingRun, on_delete=models.CASCADE, related_name="shards")
+    direction = models.CharField(max_length=3, choices=Direction.choices)
+    start = models.PositiveIntegerField()  # first query row (in id order) of the direction's query space
+    stop = models.PositiveIntegerField()
+    chunk_first = models.PositiveIntegerField()  # index of its first chunk in the direction
+    chunks = models.PositiveIntegerField()
+    chunks_done = models.PositiveIntegerField(default=0)
+    cost = models.FloatField(default=0)  # query rows x targets: the heaviest shards are handed out first
+    status = models.CharField(max_length=16, choices=ShardStatus.choices, default=ShardStatus.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)  # claims by a worker (1 when nothing went wrong)
+    task_id = models.CharField(max_length=64, blank=True)  # the Celery task working on it
+    worker = models.CharField(max_length=200, blank=True)  # host and process, for the operator
+    error = models.TextField(blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    beat_at = models.DateTimeField(null=True, blank=True)  # last committed chunk (or claim)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "direction", "start"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "direction", "start"], name="rankingshard_unique_range"),
+            models.CheckConstraint(condition=models.Q(status__in=ShardStatus.values), name="rankingshard_status_valid"),
+            models.CheckConstraint(
+                condition=models.Q(direction__in=Direction.values), name="rankingshard_direction_valid"
+            ),
+            models.CheckConstraint(condition=models.Q(stop__gt=models.F("start")), name="rankingshard_range_nonempty"),
+            models.CheckConstraint(
+                condition=models.Q(chunks_done__lte=models.F("chunks")), name="rankingshard_progress_bounded"
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(status=ShardStatus.DONE) | models.Q(chunks_done=models.F("chunks")),
+                name="rankingshard_done_is_complete",
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "beat_at"], name="rankingshard_status_beat")]
+
+    def __str__(self):
+        return f"run {self.run_id} {self.direction} [{self.start}, {self.stop}) {self.status}"
+
+
 class Candidate(models.Model):
     """(run, direction, query, target, rank, score).
 

@@ -24,8 +24,10 @@ from annotator.models import (
     ExportJob,
     ExportStatus,
     RankingRun,
+    RankingShard,
     RequeueKind,
     RunStatus,
+    ShardStatus,
     SweepRequeue,
     SweepRun,
 )
@@ -43,6 +45,7 @@ class StaleTimes:
     queued_jobs: timedelta  # a ranking run or export queued this long without starting
     running_exports: timedelta  # an export running this long
     silent_runs: timedelta  # a running ranking run without a heartbeat
+    silent_shards: timedelta = timedelta(minutes=10)  # a running ranking shard without a committed chunk
 
 
 def _sees_all(user) -> bool:
@@ -81,6 +84,21 @@ def ranking_runs_late(*, stale: StaleTimes, now=None, queryset=None) -> list[Ran
         if (job_last_alive(run) or run.created_at)
         <= now - (stale.queued_jobs if run.status == RunStatus.QUEUED else stale.silent_runs)
     ]
+
+
+def ranking_shards_late(*, stale: StaleTimes, now=None) -> QuerySet[RankingShard]:
+    """Shards of running runs whose message was lost (queued longer than stale.queued_jobs) or whose worker
+    went silent (running without a committed chunk for stale.silent_shards)."""
+    now = now or timezone.now()
+    return (
+        RankingShard.objects.filter(run__status=RunStatus.RUNNING)
+        .filter(
+            Q(status=ShardStatus.QUEUED, queued_at__lte=now - stale.queued_jobs)
+            | Q(status=ShardStatus.QUEUED, queued_at__isnull=True)
+            | Q(status=ShardStatus.RUNNING, beat_at__lte=now - stale.silent_shards)
+        )
+        .order_by("pk")
+    )
 
 
 def exports_late(*, stale: StaleTimes, now=None) -> QuerySet[ExportJob]:

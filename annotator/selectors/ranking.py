@@ -2,10 +2,21 @@
 
 import time
 
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 
 from annotator.analysis.diversity import diversity_matrices
-from annotator.models import Candidate, Caption, Dataset, Direction, Image, MachineAnnotator, RankingRun, RunStatus
+from annotator.models import (
+    Candidate,
+    Caption,
+    Dataset,
+    Direction,
+    Image,
+    MachineAnnotator,
+    RankingRun,
+    RankingShard,
+    RunStatus,
+    ShardStatus,
+)
 
 
 def ranking_run_progress(*, run: RankingRun, now: float | None = None) -> dict:
@@ -35,6 +46,14 @@ def ranking_run_progress(*, run: RankingRun, now: float | None = None) -> dict:
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
     }
+
+
+def ranking_run_shards(*, run: RankingRun) -> dict:
+    """How the run's top-K work is spread: shards per status, and how many worker processes took part."""
+    rows = RankingShard.objects.filter(run=run).values("status").annotate(n=Count("pk"))
+    counts = {status: 0 for status in ShardStatus.values} | {row["status"]: row["n"] for row in rows}
+    workers = RankingShard.objects.filter(run=run).exclude(worker="").values("worker").distinct().count()
+    return {**counts, "total": sum(counts.values()), "workers": workers}
 
 
 def ranking_run_list(*, dataset: Dataset | None = None) -> QuerySet[RankingRun]:

@@ -21,6 +21,7 @@ from annotator.selectors.ranking import (
     candidates_for_query,
     ranking_run_list,
     ranking_run_progress,
+    ranking_run_shards,
 )
 from annotator.services.ranking.annotators import RANKABLE_KINDS, annotator_register
 from annotator.services.ranking.runs import ranking_run_cancel, ranking_run_start
@@ -120,6 +121,7 @@ def run_detail(request, run_id: int):
     context = {
         "run": run,
         "progress": ranking_run_progress(run=run),
+        "shards": ranking_run_shards(run=run),
         "job": job_view(run),
         "may_manage": can_manage_dataset(request.user, run.dataset),
         "direction": direction,

@@ -10,6 +10,8 @@ checked under the run's row lock before every unit. Running a finished run again
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -20,18 +22,33 @@ import torch
 from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import transaction
+from django.db.models import F, Q, Sum
 from django.utils import timezone
 from PIL import Image as PILImage
 
-from annotator.jobs import job_stalled
-from annotator.models import RUN_TRANSITIONS, Candidate, Caption, Direction, Image, RankingRun, RunStatus
+from annotator.jobs import job_stalled, shard_stale_after
+from annotator.models import (
+    RUN_TRANSITIONS,
+    SHARD_TRANSITIONS,
+    Candidate,
+    Caption,
+    Direction,
+    Image,
+    RankingRun,
+    RankingShard,
+    RunStatus,
+    ShardStatus,
+)
 from annotator.models.state import check_transition
+from annotator.queue import enqueue_on_commit
+from annotator.services.ranking.runs import RANKING_SHARD_TASK
 from workers.ranking.annotators import Annotator, load_annotator, resolve_device
 from workers.ranking.cache import EmbeddingCache, concat, content_version
 from workers.ranking.store import candidates_write
 from workers.ranking.topk import SelfPivot, chunk_rows, chunked_topk, dense_block, sparse_block
 
 logger = logging.getLogger(__name__)
+
 
 DIRECTIONS = (Direction.I2T, Direction.T2I, Direction.T2T, Direction.I2I)
 # Which id space each direction's queries and targets live in.
@@ -54,6 +71,8 @@ def ranking_settings() -> dict:
         "shard_size": int(getattr(settings, "RANKING_SHARD_SIZE", 4096)),
         "text_batch": int(getattr(settings, "RANKING_TEXT_BATCH", 256)),
         "image_batch": int(getattr(settings, "RANKING_IMAGE_BATCH", 64)),
+        "chunks_per_shard": int(getattr(settings, "RANKING_CHUNKS_PER_SHARD", 4)),
+        "torch_threads": int(getattr(settings, "RANKING_TORCH_THREADS", 0)),
         "device": resolve_device(getattr(settings, "RANKING_DEVICE", "auto")),
     }
 
@@ -136,6 +155,12 @@ def image_representations(*, texts_embedded, corpus: Corpus):
 
 
 class RunExecution:
+    """The coordinator of one run: claim, encode (cached), plan the shards, then hand them out.
+
+    With a broker each shard becomes its own `ranking_shard_task` on the `gpu` queue, taken by whichever
+    worker is free; in-process (eager Celery, the embedded default, tests) the shards run here in order.
+    """
+
     def __init__(self, run: RankingRun, *, after_unit=None, options: dict | None = None, task_id: str | None = None):
         self.run = run
         self.task_id = task_id
@@ -156,7 +181,7 @@ class RunExecution:
     def _record(self, locked: RankingRun, key: str, value: int, stage: str) -> None:
         locked.progress[key] = value
         locked.stage = stage
-        locked.chunks_done = sum(int(locked.progress.get(name, 0)) for name in ("texts", "images", *DIRECTIONS))
+        locked.chunks_done = run_chunks_done(locked)
         locked.progress["beat_at"] = time.time()  # the heartbeat run_claim and the sweep read
         locked.save(update_fields=["progress", "stage", "chunks_done"])
         self.run = locked
@@ -188,33 +213,54 @@ class RunExecution:
             "texts": -(-n_c // shard) if annotator.reads_texts else 0,
             "images": 0 if annotator.pivot else -(-n_i // shard),
             "rows_per_chunk": rows,
+            "chunks_per_shard": max(1, int(self.options["chunks_per_shard"])),
+            "sizes": sizes,
             "directions": directions,
             **{direction: -(-sizes[SPACES[direction][0]] // rows[direction]) for direction in directions},
         }
         with transaction.atomic():
             locked = self._locked()
             old = locked.progress.get("plan")
-            if old and old.get("version") == plan["version"] and old.get("weights_hash") == plan["weights_hash"]:
+            if (
+                old
+                and old.get("version") == plan["version"]
+                and old.get("weights_hash") == plan["weights_hash"]
+                and "chunks_per_shard" in old
+            ):
                 plan = old
             else:
-                if old:  # the dataset or the weights changed under a half-done run: start over
+                if old:  # the dataset or the weights changed under a half-done run (or it predates shards)
                     logger.warning("Ranking run %s: dataset or weights changed, restarting", locked.pk)
                 Candidate.objects.filter(run_id=locked.pk).delete()
-                locked.progress = {"plan": plan}
+                RankingShard.objects.filter(run_id=locked.pk).delete()
+                locked.progress = {"plan": plan, **({"task_id": self.task_id} if self.task_id else {})}
+            shards_create(locked, plan)
             locked.chunks_total = plan["texts"] + plan["images"] + sum(int(plan.get(d, 0)) for d in DIRECTIONS)
             locked.progress["resumed_at"] = time.time()
-            locked.progress["done_at_resume"] = sum(
-                int(locked.progress.get(name, 0)) for name in ("texts", "images", *DIRECTIONS)
-            )
-            locked.save(update_fields=["progress", "chunks_total"])
+            locked.chunks_done = run_chunks_done(locked)
+            locked.progress["done_at_resume"] = locked.chunks_done
+            locked.save(update_fields=["progress", "chunks_total", "chunks_done"])
             self.run = locked
         return plan
 
     # -- encoding ---------------------------------------------------------------------------------------
     def encode(
-        self, *, what: str, items: list, encode_batch, batch_size: int, cache: EmbeddingCache, plan: dict, loader=None
+        self,
+        *,
+        what: str,
+        items: list,
+        encode_batch,
+        batch_size: int,
+        cache: EmbeddingCache,
+        plan: dict,
+        loader=None,
+        record: bool = True,
     ):
-        """Encode `items` shard by shard (cached), committing progress per shard; returns all embeddings."""
+        """Encode `items` shard by shard (cached), committing progress per shard; returns all embeddings.
+
+        A shard worker calls it with `record=False`: it reads what the coordinator cached (and encodes a
+        piece only if the cache lost it), recording nothing.
+        """
         shard_size, n_shards = plan["shard_size"], plan[what]
         parts = []
         for shard in range(n_shards):
@@ -226,79 +272,20 @@ class RunExecution:
                 part = concat([encode_batch(batch) for batch in loaded])
                 cache.save(what, shard, shard_size, part)
             parts.append(part)
-            if int(self.run.progress.get(what, 0)) < shard + 1:
+            if record and int(self.run.progress.get(what, 0)) < shard + 1:
                 self._unit_done(what, shard + 1, f"encoding {what}")
         return concat(parts)
 
-    # -- top-K ------------------------------------------------------------------------------------------
-    def rank_direction(self, direction: str, *, queries, targets, query_ids, target_ids, pivot, plan) -> None:
-        rows = plan["rows_per_chunk"][direction]
-        sparse = scipy.sparse.issparse(queries)
-        block = sparse_block(queries, targets, self.device) if sparse else dense_block(queries, targets)
-        pivot_patch = None
-        if pivot is not None and direction in (Direction.I2T, Direction.T2I):
-            pivot_patch = pivot.patch_image_queries if direction == Direction.I2T else pivot.patch_caption_queries
-        same_space = direction in (Direction.T2T, Direction.I2I)
-
-        def patch(scores, start, stop):
-            if pivot_patch is not None:
-                pivot_patch(scores, start, stop)
-            if same_space:  # a caption or an image is never its own candidate (CxC's diagonal zero)
-                rows_here = torch.arange(stop - start, device=scores.device)
-                scores[rows_here, rows_here + start] = float("-inf")
-            if sparse:  # TF-IDF: no shared word is no evidence, never a candidate (also clears round-off)
-                scores[scores <= 1e-6] = float("-inf")
-
-        start_chunk = int(self.run.progress.get(direction, 0))
-        for chunk, start, stop, values, indices in chunked_topk(
-            n_queries=len(query_ids),
-            block=block,
-            k=self.run.top_k,
-            rows_per_chunk=rows,
-            start_chunk=start_chunk,
-            patch=patch,
-        ):
-            chunk_queries = query_ids[start:stop]
-            with transaction.atomic():
-                locked = self._locked()
-                if int(locked.progress.get(direction, 0)) > chunk:  # a concurrent delivery did it already
-                    self.run = locked
-                    continue
-                Candidate.objects.filter(
-                    run_id=locked.pk,
-                    direction=direction,
-                    query_id__gte=int(chunk_queries[0]),
-                    query_id__lte=int(chunk_queries[-1]),
-                ).delete()
-                candidates_write(
-                    run_id=locked.pk,
-                    direction=direction,
-                    query_ids=chunk_queries,
-                    target_ids=target_ids[indices.numpy()],
-                    scores=values.numpy(),
-                )
-                self._record(locked, direction, chunk + 1, f"ranking {direction}")
-            if self.after_unit is not None:
-                self.after_unit(direction, chunk + 1)
-
-    # -- the whole run ----------------------------------------------------------------------------------
-    def execute(self) -> None:
+    def prepare(self, plan: dict, *, record: bool) -> Prepared:
+        """Everything a shard needs: embeddings of both spaces on the device, ids, the self-pivot."""
         run = self.run
         annotator_model = run.annotator
-        base = load_annotator(
-            kind=annotator_model.kind,
-            checkpoint_path=annotator_model.checkpoint_path,
-            config=annotator_model.config,
-            device=self.device,
-        )
-        weights_hash = base.weights_hash()
-        if annotator_model.weights_hash != weights_hash:
-            type(annotator_model).objects.filter(pk=annotator_model.pk).update(weights_hash=weights_hash)
-        corpus = corpus_load(run.dataset_id)
-        self.annotator = base.for_corpus(corpus.texts)
-        plan = self._plan(corpus, self.annotator)
+        corpus = self.corpus
         cache = EmbeddingCache(
-            dataset_id=run.dataset_id, kind=annotator_model.kind, weights_hash=weights_hash, version=corpus.version
+            dataset_id=run.dataset_id,
+            kind=annotator_model.kind,
+            weights_hash=plan["weights_hash"],
+            version=corpus.version,
         )
         texts = None
         if self.annotator.reads_texts:
@@ -309,6 +296,7 @@ class RunExecution:
                 batch_size=self.options["text_batch"],
                 cache=cache,
                 plan=plan,
+                record=record,
             )
         pivot = None
         if self.annotator.pivot:
@@ -322,6 +310,7 @@ class RunExecution:
                 cache=cache,
                 plan=plan,
                 loader=load_pil,
+                record=record,
             )
             if hasattr(self.annotator, "for_images"):
                 images = self.annotator.for_images(images)
@@ -334,28 +323,378 @@ class RunExecution:
                     image_sums_norms=pivot.image_norms.to(self.device),
                     caption_sq_norms=pivot.caption_sq_norms.to(self.device),
                 )
-        spaces = {"texts": (texts, corpus.caption_ids), "images": (images, corpus.image_ids)}
-        for direction in plan.get("directions", [Direction.I2T, Direction.T2I]):
-            (queries, query_ids), (targets, target_ids) = (spaces[side] for side in SPACES[direction])
-            self.rank_direction(
-                direction,
-                queries=queries,
-                targets=targets,
-                query_ids=query_ids,
-                target_ids=target_ids,
-                pivot=pivot,
-                plan=plan,
-            )
+        return Prepared(
+            spaces={"texts": (texts, corpus.caption_ids), "images": (images, corpus.image_ids)},
+            pivot=pivot,
+            device=self.device,
+        )
+
+    def load(self) -> None:
+        """The annotator (loaded once per process) and the dataset as the ranking sees it."""
+        annotator_model = self.run.annotator
+        base = load_annotator(
+            kind=annotator_model.kind,
+            checkpoint_path=annotator_model.checkpoint_path,
+            config=annotator_model.config,
+            device=self.device,
+        )
+        weights_hash = base.weights_hash()
+        if annotator_model.weights_hash != weights_hash:
+            type(annotator_model).objects.filter(pk=annotator_model.pk).update(weights_hash=weights_hash)
+        self.corpus = corpus_load(self.run.dataset_id)
+        self.annotator = base.for_corpus(self.corpus.texts)
+
+    # -- the whole run ----------------------------------------------------------------------------------
+    def execute(self) -> str:
+        """Encode, plan the shards and rank them (in-process) or hand them out (a broker); the run's status."""
+        self.load()
+        plan = self._plan(self.corpus, self.annotator)
+        prepared = self.prepare(plan, record=True)
+        _PREPARED.clear()
+        _PREPARED[prepared_key(self.run, plan, self.device)] = prepared
+        shards_reopen(self.run.pk)
         with transaction.atomic():
             locked = self._locked()
-            check_transition(
-                transitions=RUN_TRANSITIONS, current=locked.status, target=RunStatus.SUCCEEDED, what="ranking run"
+            locked.stage = "ranking"
+            locked.save(update_fields=["stage"])
+        if self.task_id is None or self.options.get("in_process"):
+            for shard_id in shards_pending(self.run.pk, order="plan"):
+                status = ranking_shard_execute(shard_id, after_unit=self.after_unit, options=self.options)
+                if status != ShardStatus.DONE:
+                    raise RunStopped(status)
+        else:
+            shards_dispatch(self.run.pk)
+        return run_finish_if_complete(self.run.pk)
+
+
+# -- shards -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Prepared:
+    spaces: dict
+    pivot: SelfPivot | None
+    device: str
+
+
+# One worker process keeps the embeddings of the run it last worked on, so its next shard of that run starts
+# at once (keyed by the content version and weights, so a changed dataset never reuses them).
+_PREPARED: dict[tuple, Prepared] = {}
+
+
+def prepared_key(run: RankingRun, plan: dict, device: str) -> tuple:
+    return (run.pk, run.annotator_id, plan["version"], plan["weights_hash"], device)
+
+
+def run_chunks_done(run: RankingRun) -> int:
+    """Encoded units recorded on the run plus the committed chunks of all its shards."""
+    progress = run.progress or {}
+    encoded = int(progress.get("texts", 0)) + int(progress.get("images", 0))
+    ranked = RankingShard.objects.filter(run_id=run.pk).aggregate(total=Sum("chunks_done"))["total"] or 0
+    return encoded + int(ranked)
+
+
+def shard_ranges(plan: dict) -> list[dict]:
+    """The shards of a plan: per direction, runs of `chunks_per_shard` chunks of query rows."""
+    sizes, per_shard = plan["sizes"], int(plan["chunks_per_shard"])
+    shards = []
+    for direction in plan["directions"]:
+        rows, n_chunks = int(plan["rows_per_chunk"][direction]), int(plan[direction])
+        n_queries, n_targets = sizes[SPACES[direction][0]], sizes[SPACES[direction][1]]
+        for first in range(0, n_chunks, per_shard):
+            chunks = min(per_shard, n_chunks - first)
+            start, stop = first * rows, min(n_queries, (first + chunks) * rows)
+            shards.append(
+                {
+                    "direction": direction,
+                    "start": start,
+                    "stop": stop,
+                    "chunk_first": first,
+                    "chunks": chunks,
+                    "cost": float(stop - start) * n_targets,
+                }
             )
-            locked.status = RunStatus.SUCCEEDED
-            locked.stage = "done"
-            locked.finished_at = timezone.now()
-            locked.save(update_fields=["status", "stage", "finished_at"])
-            self.run = locked
+    return shards
+
+
+def shards_create(run: RankingRun, plan: dict) -> None:
+    """Create the plan's shards that do not exist yet (idempotent: unique run, direction, start)."""
+    now = timezone.now()
+    RankingShard.objects.bulk_create(
+        [RankingShard(run_id=run.pk, queued_at=now, **shard) for shard in shard_ranges(plan)],
+        ignore_conflicts=True,
+    )
+
+
+def shards_reopen(run_id: int) -> int:
+    """Queue again the shards of a resumed run that failed or whose worker went silent; returns how many."""
+    stale_before = timezone.now() - shard_stale_after()
+    return (
+        RankingShard.objects.filter(run_id=run_id)
+        .filter(Q(status=ShardStatus.FAILED) | Q(status=ShardStatus.RUNNING, beat_at__lt=stale_before))
+        .update(status=ShardStatus.QUEUED, task_id="", queued_at=timezone.now())
+    )
+
+
+def shards_pending(run_id: int, *, order: str) -> list[int]:
+    """Ids of the shards not done: in plan order (in-process), or heaviest first (handed out to workers)."""
+    shards = RankingShard.objects.filter(run_id=run_id).exclude(status=ShardStatus.DONE)
+    if order == "plan":
+        position = {direction: index for index, direction in enumerate(DIRECTIONS)}
+        rows = sorted(shards.values_list("pk", "direction", "start"), key=lambda r: (position[r[1]], r[2]))
+        return [pk for pk, _d, _s in rows]
+    return list(shards.order_by("-cost", "pk").values_list("pk", flat=True))
+
+
+def shards_dispatch(run_id: int) -> list[int]:
+    """Send one `ranking_shard_task` per queued shard to the `gpu` queue, heaviest first (a short tail)."""
+    ids = list(
+        RankingShard.objects.filter(run_id=run_id, status=ShardStatus.QUEUED)
+        .order_by("-cost", "pk")
+        .values_list("pk", flat=True)
+    )
+    RankingShard.objects.filter(pk__in=ids).update(queued_at=timezone.now())
+    for shard_id in ids:
+        enqueue_on_commit(RANKING_SHARD_TASK, shard_id)
+    return ids
+
+
+def shard_stalled(shard: RankingShard, *, now=None) -> bool:
+    alive = shard.beat_at or shard.started_at
+    return alive is None or alive <= (now or timezone.now()) - shard_stale_after()
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def shard_claim(shard_id: int, *, task_id: str | None) -> RankingShard | None:
+    """QUEUED -> RUNNING for this task (attempts + 1); None when there is nothing to do.
+
+    Under the shard's row lock: a done or failed shard, or one of a run that is not running, is left alone;
+    a running shard belongs to the task that claimed it, so a duplicate message does nothing unless the
+    shard went silent for the stale time (its worker died): then this task takes it over and the old one,
+    if it still lives, stops at its next chunk. In-process calls (task_id None) always take it.
+    """
+    with transaction.atomic():
+        shard = RankingShard.objects.select_for_update().filter(pk=shard_id).first()
+        if shard is None or shard.status in (ShardStatus.DONE, ShardStatus.FAILED):
+            return None
+        if RankingRun.objects.filter(pk=shard.run_id).values_list("status", flat=True).first() != RunStatus.RUNNING:
+            return None
+        if (
+            shard.status == ShardStatus.RUNNING
+            and task_id is not None
+            and shard.task_id not in ("", task_id)
+            and not shard_stalled(shard)
+        ):
+            return None
+        if shard.status == ShardStatus.QUEUED:
+            check_transition(
+                transitions=SHARD_TRANSITIONS, current=shard.status, target=ShardStatus.RUNNING, what="ranking shard"
+            )
+        now = timezone.now()
+        shard.status = ShardStatus.RUNNING
+        shard.task_id = task_id or ""
+        shard.worker = worker_name()[:200]
+        shard.attempts += 1
+        shard.started_at = shard.started_at or now
+        shard.beat_at = now
+        shard.error = ""
+        shard.save(update_fields=["status", "task_id", "worker", "attempts", "started_at", "beat_at", "error"])
+    return shard
+
+
+def shard_release(shard_id: int, *, task_id: str | None) -> None:
+    """Its run stopped (cancelled, failed): a shard this task holds goes back to queued for a later retry."""
+    with transaction.atomic():
+        RankingShard.objects.filter(pk=shard_id, status=ShardStatus.RUNNING, task_id=task_id or "").update(
+            status=ShardStatus.QUEUED, task_id=""
+        )
+
+
+def shard_fail(shard_id: int, message: str) -> None:
+    """The shard failed (an error, not a lost worker): it and its run are marked failed; Retry resumes."""
+    with transaction.atomic():
+        shard = RankingShard.objects.select_for_update().get(pk=shard_id)
+        if shard.status == ShardStatus.RUNNING:
+            shard.status, shard.error = ShardStatus.FAILED, message[:2000]
+            shard.save(update_fields=["status", "error"])
+        run_fail(shard.run_id, f"shard {shard.direction} [{shard.start}, {shard.stop}): {message}")
+
+
+def run_finish_if_complete(run_id: int) -> str:
+    """Mark a running run succeeded once every shard is done (whoever finishes last); its status."""
+    with transaction.atomic():
+        run = RankingRun.objects.select_for_update().get(pk=run_id)
+        plan = (run.progress or {}).get("plan")
+        if run.status != RunStatus.RUNNING or not plan:
+            return run.status
+        encoded = int(run.progress.get("texts", 0)) >= int(plan["texts"]) and int(run.progress.get("images", 0)) >= int(
+            plan["images"]
+        )
+        if not encoded or RankingShard.objects.filter(run_id=run_id).exclude(status=ShardStatus.DONE).exists():
+            return run.status
+        check_transition(
+            transitions=RUN_TRANSITIONS, current=run.status, target=RunStatus.SUCCEEDED, what="ranking run"
+        )
+        run.status = RunStatus.SUCCEEDED
+        run.stage = "done"
+        run.chunks_done = run_chunks_done(run)
+        run.finished_at = timezone.now()
+        run.progress["beat_at"] = time.time()
+        run.save(update_fields=["status", "stage", "chunks_done", "finished_at", "progress"])
+        return run.status
+
+
+class ShardExecution:
+    """Rank one claimed shard: its chunks in order, each committed with its candidates."""
+
+    def __init__(self, shard: RankingShard, *, after_unit=None, options: dict | None = None, task_id=None):
+        self.shard = shard
+        self.task_id = task_id or ""
+        self.after_unit = after_unit
+        self.options = {**ranking_settings(), **(options or {})}
+        self.device = self.options["device"]
+
+    def prepared(self, run: RankingRun, plan: dict) -> Prepared:
+        key = prepared_key(run, plan, self.device)
+        if key not in _PREPARED:
+            coordinator = RunExecution(run, options=self.options)
+            coordinator.load()
+            if coordinator.corpus.version != plan["version"]:
+                raise RunStopped("the dataset changed since the run was planned")
+            _PREPARED.clear()  # one run's embeddings per process
+            _PREPARED[key] = coordinator.prepare(plan, record=False)
+        return _PREPARED[key]
+
+    def _commit_chunk(self, *, local: int, direction: str, query_ids, target_ids, values, indices) -> bool:
+        """One chunk's candidates, the shard's progress and the run's count in one transaction."""
+        with transaction.atomic():
+            locked = RankingShard.objects.select_for_update().get(pk=self.shard.pk)
+            if locked.status != ShardStatus.RUNNING or locked.task_id != self.task_id:
+                raise RunStopped("superseded")  # the sweep handed this shard to another worker
+            run_status = RankingRun.objects.filter(pk=locked.run_id).values_list("status", flat=True).first()
+            if run_status != RunStatus.RUNNING:
+                raise RunStopped(run_status)
+            if locked.chunks_done > local:  # done already by an earlier delivery
+                return False
+            Candidate.objects.filter(
+                run_id=locked.run_id,
+                direction=direction,
+                query_id__gte=int(query_ids[0]),
+                query_id__lte=int(query_ids[-1]),
+            ).delete()  # rows a crashed writer may have left
+            candidates_write(
+                run_id=locked.run_id,
+                direction=direction,
+                query_ids=query_ids,
+                target_ids=target_ids[indices.numpy()],
+                scores=values.numpy(),
+            )
+            locked.chunks_done = local + 1
+            locked.beat_at = timezone.now()
+            locked.save(update_fields=["chunks_done", "beat_at"])
+            self.shard = locked
+        # The run's counter (what the progress bar shows) in its own short statement, so workers never wait
+        # on the run's row while another commits a chunk. The shard's chunks_done is the truth: a counter
+        # missed by a crash here is recomputed from the shards on resume and when the run finishes.
+        RankingRun.objects.filter(pk=self.shard.run_id).update(chunks_done=F("chunks_done") + 1)
+        return True
+
+    def execute(self) -> str:
+        shard = self.shard
+        run = RankingRun.objects.select_related("annotator", "dataset").get(pk=shard.run_id)
+        plan = run.progress["plan"]
+        prepared = self.prepared(run, plan)
+        direction = shard.direction
+        (queries, query_ids), (targets, target_ids) = (prepared.spaces[side] for side in SPACES[direction])
+        sparse = scipy.sparse.issparse(queries)
+        block = sparse_block(queries, targets, self.device) if sparse else dense_block(queries, targets)
+        pivot, pivot_patch = prepared.pivot, None
+        if pivot is not None and direction in (Direction.I2T, Direction.T2I):
+            pivot_patch = pivot.patch_image_queries if direction == Direction.I2T else pivot.patch_caption_queries
+        same_space = direction in (Direction.T2T, Direction.I2I)
+
+        def patch(scores, start, stop):
+            if pivot_patch is not None:
+                pivot_patch(scores, start, stop)
+            if same_space:  # a caption or an image is never its own candidate (CxC's diagonal zero)
+                rows_here = torch.arange(stop - start, device=scores.device)
+                scores[rows_here, rows_here + start] = float("-inf")
+            if sparse:  # TF-IDF: no shared word is no evidence, never a candidate (also clears round-off)
+                scores[scores <= 1e-6] = float("-inf")
+
+        for chunk, start, stop, values, indices in chunked_topk(
+            n_queries=len(query_ids),
+            block=block,
+            k=run.top_k,
+            rows_per_chunk=int(plan["rows_per_chunk"][direction]),
+            start_chunk=shard.chunk_first + shard.chunks_done,
+            stop_chunk=shard.chunk_first + shard.chunks,
+            patch=patch,
+        ):
+            self._commit_chunk(
+                local=chunk - shard.chunk_first,
+                direction=direction,
+                query_ids=query_ids[start:stop],
+                target_ids=target_ids,
+                values=values,
+                indices=indices,
+            )
+            if self.after_unit is not None:
+                self.after_unit(direction, chunk + 1)
+        with transaction.atomic():
+            locked = RankingShard.objects.select_for_update().get(pk=shard.pk)
+            if locked.status != ShardStatus.RUNNING or locked.task_id != self.task_id:
+                raise RunStopped("superseded")
+            check_transition(
+                transitions=SHARD_TRANSITIONS, current=locked.status, target=ShardStatus.DONE, what="ranking shard"
+            )
+            locked.status = ShardStatus.DONE
+            locked.finished_at = locked.beat_at = timezone.now()
+            locked.save(update_fields=["status", "finished_at", "beat_at"])
+            self.shard = locked
+        run_finish_if_complete(run.pk)
+        return ShardStatus.DONE
+
+
+def ranking_shard_execute(
+    shard_id: int,
+    *,
+    after_unit=None,
+    options: dict | None = None,
+    task_id: str | None = None,
+) -> str:
+    """Rank shard `shard_id` (or resume it at its first uncommitted chunk); returns the shard's status.
+
+    Idempotent: a done shard, a shard another live task holds, or one of a run that is not running is left
+    alone. An error marks the shard and its run failed (the run's Retry resumes every unfinished shard),
+    except a lost connection, which the task retries.
+    """
+    configure_threads({**ranking_settings(), **(options or {})})
+    shard = shard_claim(shard_id, task_id=task_id)
+    if shard is None:
+        found = RankingShard.objects.filter(pk=shard_id).values_list("status", flat=True).first()
+        return found or "missing"
+    try:
+        return ShardExecution(shard, after_unit=after_unit, options=options, task_id=task_id).execute()
+    except RunStopped as stopped:
+        shard_release(shard_id, task_id=task_id)
+        return str(stopped)
+    except (ConnectionError, TimeoutError):
+        raise  # transient: the task retries with backoff and resumes the shard
+    except Exception as error:
+        logger.exception("Ranking shard %s failed", shard_id)
+        shard_fail(shard_id, f"{type(error).__name__}: {error}")
+        return ShardStatus.FAILED
+
+
+def configure_threads(options: dict) -> None:
+    """RANKING_TORCH_THREADS > 0 caps torch's threads in this process (one per worker process on a shared CPU)."""
+    threads = int(options.get("torch_threads") or 0)
+    if threads > 0 and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
 
 
 def run_claim(run_id: int, *, device: str, task_id: str | None = None) -> RankingRun | None:
@@ -407,23 +746,26 @@ def run_fail(run_id: int, message: str) -> None:
 def ranking_run_execute(
     run_id: int, *, after_unit=None, options: dict | None = None, task_id: str | None = None
 ) -> str:
-    """Execute (or resume) run `run_id`; returns its final status.
+    """Execute (or resume) run `run_id`; returns its status afterwards.
 
+    In-process (task_id None, or options["in_process"]) the whole run happens here and the final status is
+    returned. From a Celery task the run is encoded and planned here and its shards are sent to the `gpu`
+    queue: it returns "running" and the worker that finishes the last shard marks the run succeeded.
     Idempotent: a run that is not queued or running is left alone. An error marks the run failed with the
     message (a retry resumes from the last committed unit); `after_unit(key, done)` is a test hook called
     after each committed unit.
     """
-    device = {**ranking_settings(), **(options or {})}["device"]
-    run = run_claim(run_id, device=device, task_id=task_id)
+    settings_now = {**ranking_settings(), **(options or {})}
+    configure_threads(settings_now)
+    run = run_claim(run_id, device=settings_now["device"], task_id=task_id)
     if run is None:
         found = RankingRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
         return found or "missing"
     try:
-        RunExecution(run, after_unit=after_unit, options=options, task_id=task_id).execute()
+        return RunExecution(run, after_unit=after_unit, options=options, task_id=task_id).execute()
     except RunStopped as stopped:
         return str(stopped)
     except Exception as error:  # the person sees the message on the run page and can retry
         logger.exception("Ranking run %s failed", run_id)
         run_fail(run_id, f"{type(error).__name__}: {error}")
         return RunStatus.FAILED
-    return RunStatus.SUCCEEDED

@@ -136,14 +136,18 @@ def chunked_topk(
     k: int,
     rows_per_chunk: int,
     start_chunk: int = 0,
+    stop_chunk: int | None = None,
     patch: Callable[[torch.Tensor, int, int], None] | None = None,
 ) -> Iterator[tuple[int, int, int, torch.Tensor, torch.Tensor]]:
     """Yield (chunk index, first row, end row, scores [rows, K], target columns [rows, K]) on the CPU.
 
-    Starts at `start_chunk` (the resume point); chunk boundaries depend only on `rows_per_chunk`, so a
-    resumed run computes exactly the chunks an uninterrupted one would.
+    Chunks `start_chunk` (the resume point) up to `stop_chunk` (exclusive; the end of a shard, default all);
+    chunk boundaries depend only on `rows_per_chunk`, so a resumed run or a shard computes exactly the
+    chunks an uninterrupted single run would.
     """
     n_chunks = (n_queries + rows_per_chunk - 1) // rows_per_chunk
+    if stop_chunk is not None:
+        n_chunks = min(n_chunks, stop_chunk)
     for chunk in range(start_chunk, n_chunks):
         start, stop = chunk * rows_per_chunk, min(n_queries, (chunk + 1) * rows_per_chunk)
         scores = block(start, stop)

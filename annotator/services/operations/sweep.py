@@ -7,10 +7,10 @@ always findable from the database, so celery beat runs this every SWEEP_EVERY_SE
 - submissions without a score SWEEP_SCORE_AFTER_SECONDS after submit are scored here and now (scoring
   takes milliseconds, and scored_at makes a second scoring a no-op);
 - leases past their expiry are released (the same service the lease beat runs);
-- imports, campaign builds, ranking runs, exports and decisions for MTurk that show no progress for their
-  stale time are queued again. Each task claims its job under a row lock, so a duplicate of a message that was only
-  late does nothing. SweepRequeue remembers when a job was last queued, so a job waiting in a long queue
-  is not queued again on every pass.
+- imports, campaign builds, ranking runs and their shards, exports and decisions for MTurk that show no
+  progress for their stale time are queued again. Each task claims its job under a row lock, so a duplicate of
+  a message that was only late does nothing. SweepRequeue remembers when a job was last queued, so a job
+  waiting in a long queue is not queued again on every pass.
 
 Every pass leaves a SweepRun row (counts, and what it could not fix, in words) for the operations page.
 """
@@ -31,8 +31,9 @@ from annotator.jobs import (
     RUN_STALE_AFTER,
     job_retry,
     queued_stale_after,
+    shard_stale_after,
 )
-from annotator.models import ExportStatus, RequeueKind, RunStatus, SweepRequeue, SweepRun
+from annotator.models import ExportStatus, RequeueKind, RunStatus, ShardStatus, SweepRequeue, SweepRun
 from annotator.queue import enqueue_on_commit
 from annotator.selectors.external_decisions import external_decisions_lost
 from annotator.selectors.operations import (
@@ -42,11 +43,13 @@ from annotator.selectors.operations import (
     exports_late,
     imports_stalled,
     ranking_runs_late,
+    ranking_shards_late,
     requeued_recently,
 )
 from annotator.services.hits.assignments import assignments_expire
 from annotator.services.quality.external_decisions import SEND_TASK as DECISION_TASK
 from annotator.services.quality.scoring import assignment_score
+from annotator.services.ranking.runs import RANKING_SHARD_TASK
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +66,7 @@ def stale_times() -> StaleTimes:
         queued_jobs=queued_stale_after(),
         running_exports=EXPORT_STALE_AFTER,
         silent_runs=RUN_STALE_AFTER,
+        silent_shards=shard_stale_after(),
     )
 
 
@@ -149,6 +153,18 @@ def _resume_runs(*, stale: StaleTimes, now, problems: list[str]) -> list[int]:
     return _resume(RequeueKind.RANKING, late, within=within, now=now, problems=problems)
 
 
+def _resume_shards(*, stale: StaleTimes, now, problems: list[str]) -> list[int]:
+    """Shards of running runs whose message was lost or whose worker died. The shard's claim
+    (workers.ranking.pipeline.shard_claim) makes a duplicate do nothing while the shard still commits
+    chunks, and lets the new task take over a silent one at its first uncommitted chunk."""
+    resumed = []
+    for shard in ranking_shards_late(stale=stale, now=now)[:SCORE_BATCH]:
+        within = stale.queued_jobs if shard.status == ShardStatus.QUEUED else stale.silent_shards
+        if _requeue(RequeueKind.RANKING_SHARD, RANKING_SHARD_TASK, shard.pk, within=within, now=now, problems=problems):
+            resumed.append(shard.pk)
+    return resumed
+
+
 def _resume_exports(*, stale: StaleTimes, now, problems: list[str]) -> list[int]:
     """export_run leaves a job another task is writing alone, so a duplicate does nothing."""
 
@@ -196,6 +212,7 @@ def work_sweep(*, now=None, time_budget_seconds: float = 20.0) -> SweepRun:
         ("imports", _resume_imports),
         ("builds", _resume_builds),
         ("ranking_runs", _resume_runs),
+        ("ranking_shards", _resume_shards),
         ("exports", _resume_exports),
         ("mturk_decisions", _resume_external_decisions),
     ):

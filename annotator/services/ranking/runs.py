@@ -16,6 +16,7 @@ from annotator.queue import enqueue_in_background_on_commit, enqueue_long_on_com
 from annotator.services.ranking.annotators import RANKABLE_KINDS
 
 RANKING_TASK = "workers.tasks.ranking.ranking_run_task"
+RANKING_SHARD_TASK = "workers.tasks.ranking.ranking_shard_task"  # one shard of a run (workers.ranking.pipeline)
 MAX_TOP_K = 1000
 ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
 

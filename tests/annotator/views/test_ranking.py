@@ -42,6 +42,8 @@ def test_requester_ranks_from_the_dataset_page_and_sees_the_result(
     assert run.status == models.RunStatus.SUCCEEDED
     detail = client.get(response.url)
     assert detail.status_code == 200 and b"Candidates" in detail.content
+    shards = models.RankingShard.objects.filter(run=run).count()
+    assert f"{shards} of {shards} done; 1 worker process took part".encode() in detail.content
     first_caption = dataset.captions.order_by("pk").first()
     assert first_caption.text.encode() in detail.content
     progress = client.get(reverse("job-status", args=["ranking", run.pk])).json()

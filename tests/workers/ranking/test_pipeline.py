@@ -7,7 +7,7 @@ from annotator import models
 from annotator.services.ranking.annotators import annotator_register
 from annotator.services.ranking.runs import ranking_run_cancel
 from tests import factories
-from tests.ranking_support import candidate_rows, ranking_dataset
+from tests.ranking_support import candidate_rows, chunks_ranked, ranking_dataset
 from workers.ranking import pipeline
 from workers.ranking.pipeline import ranking_run_execute
 
@@ -85,7 +85,7 @@ def test_interrupted_run_resumes_and_ends_with_the_same_candidates():
         ranking_run_execute(run.pk, after_unit=crash_after_second_t2i_chunk, options=SMALL_CHUNKS)
     run.refresh_from_db()
     assert run.status == models.RunStatus.RUNNING  # a killed worker leaves it running
-    assert run.progress[models.Direction.T2I] == 2
+    assert chunks_ranked(run, models.Direction.T2I) == 2
     # A torn write of the next chunk (query rows 4 and 5) that never committed its progress.
     caption_ids = sorted(dataset.captions.values_list("pk", flat=True))
     models.Candidate.objects.create(
@@ -120,7 +120,7 @@ def test_cancel_stops_the_run_between_chunks():
     assert ranking_run_execute(run.pk, after_unit=cancel_after_first_chunk, options=SMALL_CHUNKS) == "cancelled"
     run.refresh_from_db()
     assert run.status == models.RunStatus.CANCELLED
-    assert run.progress[models.Direction.I2T] == 1
+    assert chunks_ranked(run, models.Direction.I2T) == 1
     assert models.Candidate.objects.filter(run=run, direction="i2t").values("query_id").distinct().count() == 2
     assert not models.Candidate.objects.filter(run=run, direction="t2i").exists()
     # A cancelled run's task delivered again does nothing.

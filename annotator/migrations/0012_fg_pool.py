@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotator", "0010_stage2_followups"),
+        ("annotator", "0011_shard"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
