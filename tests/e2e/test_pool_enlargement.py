@@ -9,7 +9,7 @@ import pytest
 from annotator import models
 from tests import factories
 from tests.annotator.pools.support import PoolWorld
-from tests.e2e.support import logged_in_context, screenshot
+from tests.e2e.support import assert_accessible, logged_in_context, screenshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -35,6 +35,7 @@ def test_requester_imports_a_pool_previews_the_enlargement_and_adds_it(browser, 
     assert pool.status == models.PoolStatus.READY
     text = page.inner_text("main") if page.locator("main").count() else page.inner_text("body")
     assert "Duplicates of test images" in text and "identical" in text and "near" in text
+    assert_accessible(page)
     screenshot(page, "pool-1-imported")
 
     page.get_by_label("Pool images kept per target").fill("3")
@@ -47,6 +48,7 @@ def test_requester_imports_a_pool_previews_the_enlargement_and_adds_it(browser, 
     assert page.locator("section.enlargement-target").count() >= 10
     assert page.locator("section.enlargement-target img").count() > page.locator("section.enlargement-target").count()
     assert not models.GalleryAddition.objects.exists()  # nothing added before the person confirms
+    assert_accessible(page)
     screenshot(page, "pool-2-preview")
 
     page.get_by_role("button", name="Add these").click()
