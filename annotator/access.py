@@ -19,7 +19,18 @@ from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
-from annotator.models import Campaign, Dataset, Evaluation, ExportJob, LabelSet, RankingRun, Role, Worker
+from annotator.models import (
+    Campaign,
+    Dataset,
+    Evaluation,
+    ExportJob,
+    GalleryEnlargement,
+    ImagePool,
+    LabelSet,
+    RankingRun,
+    Role,
+    Worker,
+)
 
 READER_ROLES = frozenset({Role.REQUESTER, Role.RESEARCHER})
 
@@ -100,6 +111,24 @@ def runs_visible_to(user) -> QuerySet[RankingRun]:
 def can_manage_run(user, run: RankingRun) -> bool:
     """Cancelling, retrying: the requester of the run's dataset."""
     return can_manage_dataset(user, run.dataset)
+
+
+def pools_visible_to(user) -> QuerySet[ImagePool]:
+    """Image pools of the datasets `user` may see."""
+    return ImagePool.objects.filter(dataset__in=datasets_visible_to(user).values("pk"))
+
+
+def can_manage_pool(user, pool: ImagePool) -> bool:
+    """Importing, enlarging, adding: the requester of the pool's dataset."""
+    return can_manage_dataset(user, pool.dataset)
+
+
+def enlargements_visible_to(user) -> QuerySet[GalleryEnlargement]:
+    return GalleryEnlargement.objects.filter(dataset__in=datasets_visible_to(user).values("pk"))
+
+
+def can_manage_enlargement(user, enlargement: GalleryEnlargement) -> bool:
+    return can_manage_dataset(user, enlargement.dataset)
 
 
 # --- campaigns and what hangs off them -------------------------------------------------------------------

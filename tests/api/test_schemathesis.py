@@ -44,6 +44,8 @@ REAL_IDS = {
     "labelsets": "labelset",
     "webhooks": "webhook",
     "webhook-deliveries": "webhook_delivery",
+    "pools": "pool",
+    "enlargements": "enlargement",
 }
 
 
