@@ -19,7 +19,17 @@ from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
-from annotator.models import Campaign, Dataset, Evaluation, ExportJob, LabelSet, RankingRun, Role, Worker
+from annotator.models import (
+    Campaign,
+    Dataset,
+    Evaluation,
+    ExportJob,
+    LabelSet,
+    RankingRun,
+    Refinement,
+    Role,
+    Worker,
+)
 
 READER_ROLES = frozenset({Role.REQUESTER, Role.RESEARCHER})
 
@@ -100,6 +110,16 @@ def runs_visible_to(user) -> QuerySet[RankingRun]:
 def can_manage_run(user, run: RankingRun) -> bool:
     """Cancelling, retrying: the requester of the run's dataset."""
     return can_manage_dataset(user, run.dataset)
+
+
+def refinements_managed_by(user) -> QuerySet[Refinement]:
+    """Caption refinements on the datasets `user` manages (proposals, correction HITs, their review)."""
+    return Refinement.objects.filter(dataset__in=datasets_managed_by(user).values("pk"))
+
+
+def can_read_caption_history(user, dataset: Dataset) -> bool:
+    """A caption's versions are part of the dataset: whoever may open the dataset may read them."""
+    return datasets_visible_to(user).filter(pk=dataset.pk).exists()
 
 
 # --- campaigns and what hangs off them -------------------------------------------------------------------
