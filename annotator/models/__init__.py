@@ -73,6 +73,16 @@ from annotator.models.labelsets import (
 )
 from annotator.models.money import PAYOUT_TRANSITIONS, Bonus, PayoutStatus, WorkerMessage
 from annotator.models.operations import RequeueKind, SweepRequeue, SweepRun
+from annotator.models.pools import (
+    ENLARGEMENT_TRANSITIONS,
+    POOL_TRANSITIONS,
+    EnlargementStatus,
+    GalleryAddition,
+    GalleryEnlargement,
+    ImagePool,
+    PoolImage,
+    PoolStatus,
+)
 from annotator.models.quality import (
     CleanupKind,
     CleanupProposal,

@@ -11,6 +11,7 @@ class AnnotatorKind(models.TextChoices):
     VISUAL = "visual", "Colour, layout and gradient features (images only, no text, no weights)"
     EXTERNAL = "external", "External label set (imported, not a model)"
     UPLOADED = "uploaded", "Rankings uploaded by a researcher (a model run elsewhere)"
+    ENLARGEMENT = "enlargement", "Gallery enlargement: each caption's added pool images, by similarity"
 
 
 class MachineAnnotator(models.Model):
