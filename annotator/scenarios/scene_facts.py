@@ -147,3 +147,19 @@ def _scene_from(value, vocab):
         return value
     groups = tuple(vocab.Group(**group) for group in value["groups"])
     return vocab.Scene(image_id=int(value["image_id"]), background=value["background"], groups=groups)
+
+
+def scene_correct(text: str, scene) -> str:
+    """What a careful worker who sees the scene writes: every colour or size word in front of an object the
+    caption names is made true of the image (the fewest edits: one word each), everything else is kept."""
+    scene = _scene_from(scene, vocab)
+    words = words_of(text)
+    for mention in _mentions(words, scene, vocab):
+        group = mention.group
+        for index in range(max(0, mention.noun_index - 3), mention.noun_index):
+            word = norm_word(words[index])
+            if word in vocab.COLORS and word != group.color:
+                words[index] = group.color
+            elif word in ("big", "large", "small", "little") and word not in vocab.SIZE_WORDS[group.size]:
+                words[index] = vocab.SIZE_WORDS[group.size][0]
+    return " ".join(words)
