@@ -15,6 +15,7 @@ from annotator.views import (
     operations,
     people,
     ranking,
+    refinement,
     reputation,
     research,
     review,
@@ -44,4 +45,5 @@ urlpatterns = [
     *jobs.urlpatterns,
     *webhooks.urlpatterns,
     *people.urlpatterns,
+    *refinement.urlpatterns,
 ]
