@@ -15,7 +15,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotator.access import (
     can_read_caption_history,
     datasets_managed_by,
+    label_sets_visible_to,
     refinements_managed_by,
+    runs_visible_to,
 )
 from annotator.analysis.refinement import GENERATORS, word_diff
 from annotator.errors import ApplicationError
@@ -28,6 +30,7 @@ from annotator.models import (
     RefinementProposal,
     RefinementStatus,
     Role,
+    RunStatus,
 )
 from annotator.selectors.labelsets import labelset_get_readable
 from annotator.selectors.refinement import (
@@ -42,6 +45,7 @@ from annotator.services.refinement.benchmark import (
     benchmark_export,
     benchmark_json_chunks,
 )
+from annotator.services.refinement.compare import benchmark_compare
 from annotator.services.refinement.corrections import (
     correction_claim,
     correction_decide,
@@ -215,6 +219,41 @@ def benchmark_file(request, label_set_id: int, fmt: str):
     return response
 
 
+@require_GET
+@role_required(Role.REQUESTER, Role.RESEARCHER)
+def benchmark_list(request):
+    """The renovated benchmarks the caller may read, each with its old-versus-new comparison."""
+    benchmarks = (
+        label_sets_visible_to(request.user)
+        .filter(report__renovated_benchmark=True)
+        .select_related("dataset")
+        .order_by("-created_at")
+    )
+    return render(request, "refinement/benchmarks.html", {"benchmarks": benchmarks})
+
+
+@require_GET
+@role_required(Role.REQUESTER, Role.RESEARCHER)
+def benchmark_compare_page(request, label_set_id: int):
+    """MSCOCO-FG Tables 4-6: each model's R@k on the old benchmark and on the renovated one."""
+    label_set = labelset_get_readable(user=request.user, label_set_id=label_set_id)
+    benchmark_check(label_set)
+    runs = list(
+        runs_visible_to(request.user)
+        .filter(dataset_id=label_set.dataset_id, status=RunStatus.SUCCEEDED)
+        .select_related("annotator")
+        .order_by("annotator__name", "pk")
+    )
+    result = benchmark_compare(new=label_set, runs=runs)
+    context = {
+        "label_set": label_set,
+        "result": result,
+        "directions": [("t2i", "Caption to image (text-to-image retrieval)"), ("i2t", "Image to caption")],
+        "metrics": ["r1", "r5", "r10"],
+    }
+    return render(request, "refinement/compare.html", context)
+
+
 # ---- the worker's side -----------------------------------------------------------------------------
 
 
@@ -298,6 +337,8 @@ urlpatterns = [
     path("refinements/corrections/<int:correction_id>/review/", correction_review, name="correction-review"),
     path("captions/<int:caption_id>/history/", caption_history, name="caption-history"),
     path("benchmarks/<int:label_set_id>.<str:fmt>/", benchmark_file, name="benchmark-file"),
+    path("research/benchmarks/", benchmark_list, name="benchmark-list"),
+    path("research/benchmarks/<int:label_set_id>/compare/", benchmark_compare_page, name="benchmark-compare"),
     path("work/corrections/", work_corrections, name="work-corrections"),
     path("work/corrections/<int:refinement_id>/claim/", work_correction_claim, name="work-correction-claim"),
     path("work/corrections/hit/<int:assignment_id>/", work_correction_hit, name="work-correction-hit"),
