@@ -24,6 +24,8 @@ from annotator.models import (
     Dataset,
     Evaluation,
     ExportJob,
+    GalleryEnlargement,
+    ImagePool,
     LabelSet,
     RankingRun,
     Refinement,
@@ -120,6 +122,24 @@ def refinements_managed_by(user) -> QuerySet[Refinement]:
 def can_read_caption_history(user, dataset: Dataset) -> bool:
     """A caption's versions are part of the dataset: whoever may open the dataset may read them."""
     return datasets_visible_to(user).filter(pk=dataset.pk).exists()
+
+
+def pools_visible_to(user) -> QuerySet[ImagePool]:
+    """Image pools of the datasets `user` may see."""
+    return ImagePool.objects.filter(dataset__in=datasets_visible_to(user).values("pk"))
+
+
+def can_manage_pool(user, pool: ImagePool) -> bool:
+    """Importing, enlarging, adding: the requester of the pool's dataset."""
+    return can_manage_dataset(user, pool.dataset)
+
+
+def enlargements_visible_to(user) -> QuerySet[GalleryEnlargement]:
+    return GalleryEnlargement.objects.filter(dataset__in=datasets_visible_to(user).values("pk"))
+
+
+def can_manage_enlargement(user, enlargement: GalleryEnlargement) -> bool:
+    return can_manage_dataset(user, enlargement.dataset)
 
 
 # --- campaigns and what hangs off them -------------------------------------------------------------------

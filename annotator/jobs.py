@@ -1,4 +1,5 @@
-"""One lifecycle for the four kinds of background job: dataset imports, ranking runs, campaign builds, exports.
+"""One lifecycle for the kinds of background job: dataset imports, ranking runs, campaign builds, exports,
+pool imports and gallery enlargements.
 
 Every job is queued, then running (with progress), then done or failed; a failed job can be retried, which
 queues it again. A queued or running job that has shown no sign of life for its kind's stale time is
@@ -23,6 +24,14 @@ from django.utils.module_loading import import_string
 
 from annotator.models.campaign import CAMPAIGN_TRANSITIONS, Campaign, CampaignStatus
 from annotator.models.dataset import DATASET_TRANSITIONS, Dataset, DatasetStatus
+from annotator.models.pools import (
+    ENLARGEMENT_TRANSITIONS,
+    POOL_TRANSITIONS,
+    EnlargementStatus,
+    GalleryEnlargement,
+    ImagePool,
+    PoolStatus,
+)
 from annotator.models.ranking import RUN_TRANSITIONS, RankingRun, RunStatus
 from annotator.models.research import EXPORT_TRANSITIONS, ExportJob, ExportStatus
 from annotator.models.state import check_transition
@@ -203,7 +212,66 @@ class ExportKind(JobKind):
         return reverse("research-campaign", args=[job.campaign_id])
 
 
-KINDS = {kind.name: kind for kind in (ImportKind(), RankingKind(), BuildKind(), ExportKind())}
+class PoolImportKind(JobKind):
+    name, label, model, transitions = "pool", "Pool import", ImagePool, POOL_TRANSITIONS
+    retry = ("annotator.services.pools.imports.pool_import_retry", "pool")
+
+    def state(self, pool):
+        if pool.status == PoolStatus.IMPORTING:
+            return JobState.QUEUED if (pool.report or {}).get("phase") == "queued" else JobState.RUNNING
+        return JobState.FAILED if pool.status == PoolStatus.FAILED else JobState.DONE
+
+    def last_alive(self, pool):
+        return pool.updated_at
+
+    def stale_after(self, state):
+        return IMPORT_STALE_AFTER
+
+    def progress(self, pool):
+        return pool.images_done, pool.images_total, "images"
+
+    def error(self, pool):
+        if pool.status != PoolStatus.FAILED:
+            return ""
+        return "; ".join(str(error) for error in ((pool.report or {}).get("errors") or [])[:3])
+
+    def page(self, pool):
+        return reverse("pool-detail", args=[pool.pk])
+
+
+class EnlargementKind(JobKind):
+    """Scoring the pool against the targets; `proposed` is done (the preview waits for the add step)."""
+
+    name, label, model, transitions = "enlargement", "Gallery enlargement", GalleryEnlargement, ENLARGEMENT_TRANSITIONS
+    retry = ("annotator.services.pools.enlargement.enlargement_retry", "enlargement")
+    STATES = {
+        EnlargementStatus.QUEUED: JobState.QUEUED,
+        EnlargementStatus.RUNNING: JobState.RUNNING,
+        EnlargementStatus.PROPOSED: JobState.DONE,
+        EnlargementStatus.ADDED: JobState.DONE,
+        EnlargementStatus.FAILED: JobState.FAILED,
+    }
+
+    def last_alive(self, enlargement):
+        if enlargement.status == EnlargementStatus.RUNNING:
+            return enlargement.started_at
+        return enlargement.queued_at or enlargement.created_at
+
+    def stale_after(self, state):
+        return queued_stale_after() if state == JobState.QUEUED else RUN_STALE_AFTER
+
+    def progress(self, enlargement):
+        done = int(enlargement.status in (EnlargementStatus.PROPOSED, EnlargementStatus.ADDED))
+        return done, 1, "scoring"
+
+    def page(self, enlargement):
+        return reverse("enlargement-detail", args=[enlargement.pk])
+
+
+KINDS = {
+    kind.name: kind
+    for kind in (ImportKind(), RankingKind(), BuildKind(), ExportKind(), PoolImportKind(), EnlargementKind())
+}
 _KIND_OF_MODEL = {kind.model: kind for kind in KINDS.values()}
 
 

@@ -14,6 +14,7 @@ from annotator.views import (
     money,
     operations,
     people,
+    pools,
     ranking,
     refinement,
     reputation,
@@ -29,6 +30,7 @@ urlpatterns = [
     *accounts.urlpatterns,
     *audit.urlpatterns,
     *datasets.urlpatterns,
+    *pools.urlpatterns,
     *campaign_tools.urlpatterns,  # before campaigns: its <action> route would take these paths
     *campaigns.urlpatterns,
     *work.urlpatterns,

@@ -9,6 +9,7 @@ from api import views
 from api.accounts import AccountCreateView
 from api.labelsets import LabelSetViewSet
 from api.leaderboard import LeaderboardView
+from api.pools import CoarseCaptionsView, EnlargementViewSet, ImagePoolViewSet
 from api.refinement import BenchmarkViewSet
 from api.webhooks import WebhookDeliveryViewSet, WebhookEndpointViewSet
 
@@ -25,6 +26,8 @@ router.register("evaluations", views.EvaluationViewSet, basename="api-evaluation
 router.register("labelsets", LabelSetViewSet, basename="api-labelset")
 router.register("benchmarks", BenchmarkViewSet, basename="api-benchmark")
 router.register("webhooks", WebhookEndpointViewSet, basename="api-webhook")
+router.register("pools", ImagePoolViewSet, basename="api-pool")
+router.register("enlargements", EnlargementViewSet, basename="api-enlargement")
 router.register("webhook-deliveries", WebhookDeliveryViewSet, basename="api-webhook-delivery")
 
 urlpatterns = [
@@ -47,6 +50,7 @@ urlpatterns = [
     ),
     path("leaderboard/", LeaderboardView.as_view(), name="api-leaderboard"),
     path("accounts/", AccountCreateView.as_view(), name="api-accounts"),
+    path("datasets/<int:dataset_id>/coarse-captions/", CoarseCaptionsView.as_view(), name="api-coarse-captions"),
     *router.urls,
 ]
 

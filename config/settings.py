@@ -161,7 +161,10 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_TASK_ROUTES = {"workers.tasks.ranking.*": {"queue": "gpu"}}
+CELERY_TASK_ROUTES = {
+    "workers.tasks.ranking.*": {"queue": "gpu"},
+    "workers.tasks.pools.enlargement_task": {"queue": "gpu"},
+}
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=6 * 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=6 * 3600 - 60)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

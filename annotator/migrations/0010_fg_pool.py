@@ -137,7 +137,7 @@ class Migration(migrations.Migration):
                 ("file", models.FileField(max_length=500, upload_to="images/")),
                 ("thumbnail", models.FileField(blank=True, max_length=500, upload_to="thumbnails/")),
                 ("content_hash", models.CharField(max_length=64)),
-                ("perceptual_hash", models.CharField(max_length=16)),
+                ("perceptual_hash", models.CharField(max_length=64)),
                 ("width", models.PositiveIntegerField()),
                 ("height", models.PositiveIntegerField()),
                 (

@@ -61,7 +61,7 @@ class PoolImage(models.Model):
     file = models.FileField(upload_to="images/", max_length=500)
     thumbnail = models.FileField(upload_to="thumbnails/", max_length=500, blank=True)
     content_hash = models.CharField(max_length=64)  # sha256 of the file bytes
-    perceptual_hash = models.CharField(max_length=16)  # 64-bit pHash (imagehash), hex
+    perceptual_hash = models.CharField(max_length=64)  # 256-bit pHash (imagehash, hash size 16), hex
     width = models.PositiveIntegerField()
     height = models.PositiveIntegerField()
 

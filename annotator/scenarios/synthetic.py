@@ -119,6 +119,7 @@ class SyntheticCaption:
     facts: frozenset
     text: str
     matches: list[int] = field(default_factory=list)  # every image this caption truly describes
+    coarse: bool = False  # planted coarse: one object and its count, fitting many images
 
 
 def caption_id_for(image_id: int, k: int) -> int:
@@ -241,11 +242,20 @@ def render_caption(rng: random.Random, facts: frozenset, scene: Scene) -> str:
     return text[0].upper() + text[1:]
 
 
-def generate(*, images: int, seed: int) -> tuple[list[Scene], list[SyntheticCaption]]:
-    """Scenes, five captions each, and each caption's exact matches; deterministic per seed."""
+def generate(
+    *, images: int, seed: int, coarse_share: float = 0.0, fine: bool = False
+) -> tuple[list[Scene], list[SyntheticCaption]]:
+    """Scenes, five captions each, and each caption's exact matches; deterministic per seed.
+
+    `fine`: every ordinary caption states every fact of its scene (five paraphrases of one full
+    description), so it picks out its image. `coarse_share`: that share of the captions is
+    planted coarse, one object and its count ("Two balls."), a fact that fits many images (MSCOCO-FG's
+    coarse-grained texts); `coarse_planted` lists them. The defaults draw exactly what they always drew.
+    """
     if images < 1:
         raise ValueError("images must be at least 1")
     rng = random.Random(seed)
+    coarse_rng = random.Random(f"coarse-{seed}")
     scenes = [random_scene(rng, image_id) for image_id in range(1, images + 1)]
     index = FactIndex(scenes)
     captions: list[SyntheticCaption] = []
@@ -253,8 +263,25 @@ def generate(*, images: int, seed: int) -> tuple[list[Scene], list[SyntheticCapt
         seen: set[frozenset] = set()
         for k in range(CAPTIONS_PER_IMAGE):
             facts = frozenset()
-            for _attempt in range(8):  # prefer five different fact sets; tiny scenes may repeat one
-                facts = _choose_facts(rng, scene, index, rng.randint(*MATCH_TARGET))
+            if coarse_share > 0 and coarse_rng.random() < coarse_share:
+                group = coarse_rng.choice(scene.groups)
+                facts = frozenset({("count", group.kind, group.count)})
+                seen.add(facts)
+                captions.append(
+                    SyntheticCaption(
+                        caption_id=caption_id_for(scene.image_id, k),
+                        image_id=scene.image_id,
+                        facts=facts,
+                        text=render_caption(coarse_rng, facts, scene),
+                        matches=sorted(index.matches(facts)),
+                        coarse=True,
+                    )
+                )
+                continue
+            for _attempt in range(1 if fine else 8):  # prefer five different fact sets; tiny scenes may repeat one
+                facts = (
+                    frozenset(scene.facts()) if fine else _choose_facts(rng, scene, index, rng.randint(*MATCH_TARGET))
+                )
                 if facts not in seen:
                     break
             seen.add(facts)
@@ -366,7 +393,14 @@ def draw_scene(scene: Scene, *, size: tuple[int, int], rng: random.Random) -> Im
 
 
 def make_synthetic_dataset(
-    *, out_dir: Path | str, images: int, seed: int, size: tuple[int, int] = (320, 240), progress=None
+    *,
+    out_dir: Path | str,
+    images: int,
+    seed: int,
+    size: tuple[int, int] = (320, 240),
+    progress=None,
+    coarse_share: float = 0.0,
+    fine: bool = False,
 ) -> dict:
     """Write out_dir/images/<id>.png, out_dir/captions.json (COCO form), out_dir/truth.json, scenes.json and
     out_dir/instances.json (the objects as COCO instance annotations).
@@ -376,7 +410,7 @@ def make_synthetic_dataset(
     """
     out_dir = Path(out_dir)
     (out_dir / "images").mkdir(parents=True, exist_ok=True)
-    scenes, captions = generate(images=images, seed=seed)
+    scenes, captions = generate(images=images, seed=seed, coarse_share=coarse_share, fine=fine)
     draw_rng = random.Random(f"draw-{seed}")
     coco_images = []
     for done, scene in enumerate(scenes, start=1):
@@ -391,7 +425,10 @@ def make_synthetic_dataset(
         "annotations": [{"id": c.caption_id, "image_id": c.image_id, "caption": c.text} for c in captions],
     }
     (out_dir / "captions.json").write_text(json.dumps(coco, indent=None))
-    (out_dir / "truth.json").write_text(json.dumps(truth(captions)))
+    truth_data = truth(captions)
+    if coarse_share > 0:
+        truth_data["coarse_planted"] = [c.caption_id for c in captions if c.coarse]
+    (out_dir / "truth.json").write_text(json.dumps(truth_data))
     (out_dir / "scenes.json").write_text(json.dumps([scene.as_json() for scene in scenes]))
     (out_dir / "instances.json").write_text(json.dumps(instances(scenes)))
     positives = [len(c.matches) for c in captions]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.core.files.storage import default_storage
 from django.db.models import F
 
 from annotator.errors import ApplicationError
@@ -103,15 +104,21 @@ def coarse_captions(
     caption_ids: list[int] | None = None,
     max_confusers: int = 5,
     use_verified: bool = True,
+    within: int = 1,
 ) -> list[CoarseCaption]:
     """The dataset's coarse captions, each with the images it confuses with its own (best first).
 
-    A run "ranks its own image first" when the caption's own image is rank 1 of its caption-to-image list.
+    A run "ranks its own image first" when the caption's own image is rank 1 of its caption-to-image list
+    (the paper's test, with CLIP); `within` > 1 loosens it to "within its top `within`", for annotators
+    that see the gallery less sharply than CLIP (a pivot annotator sees an image only through its other
+    captions, so even a fine caption's own image often comes second or third).
     `rule` says how many runs must fail to do so: `all`, a strict `majority`, or `any`. A caption whose own
     image no run ranks (it is in no run's caption-to-image queries) is left out, not called coarse. With
     `use_verified`, a caption the crowd verified to describe an added pool image is coarse whatever the
     rule. Reads only; no locks. `caption_ids` limits the answer to those captions.
     """
+    if within < 1:
+        raise ApplicationError("within is at least 1.")
     if rule not in RULES:
         raise ApplicationError(f"rule is one of {', '.join(RULES)}.")
     runs = coarse_runs(dataset=dataset, run_ids=run_ids)
@@ -144,7 +151,7 @@ def coarse_captions(
         if wanted is not None and caption_id not in wanted:
             continue
         run_ranks = ranks.get(caption_id, {})
-        failures = sum(1 for rank in run_ranks.values() if rank != 1)
+        failures = sum(1 for rank in run_ranks.values() if rank is None or rank > within)
         judged = len(run_ranks)
         by_rule = judged > 0 and (
             (rule == "all" and failures == judged)
@@ -176,7 +183,7 @@ def coarse_captions(
                     {
                         "image_id": image_id,
                         "source_id": images[image_id]["source_id"],
-                        "thumbnail": images[image_id]["thumbnail"] or images[image_id]["file"],
+                        "thumbnail": default_storage.url(images[image_id]["thumbnail"] or images[image_id]["file"]),
                         "runs_ranking_it_higher": votes,
                         "best_rank": best,
                     }

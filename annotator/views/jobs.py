@@ -15,9 +15,13 @@ from annotator.access import (
     campaigns_visible_to,
     can_manage_campaign,
     can_manage_dataset,
+    can_manage_enlargement,
+    can_manage_pool,
     can_manage_run,
     datasets_visible_to,
+    enlargements_visible_to,
     exports_visible_to,
+    pools_visible_to,
     runs_visible_to,
 )
 from annotator.jobs import KINDS, job_retry, job_view
@@ -29,12 +33,16 @@ VISIBLE = {
     "ranking": runs_visible_to,
     "build": campaigns_visible_to,
     "export": exports_visible_to,
+    "pool": pools_visible_to,
+    "enlargement": enlargements_visible_to,
 }
 MAY_RETRY = {
     "import": can_manage_dataset,
     "ranking": can_manage_run,
     "build": can_manage_campaign,
     "export": lambda user, job: True,  # whoever reads a campaign's labels may export them
+    "pool": can_manage_pool,
+    "enlargement": can_manage_enlargement,
 }
 
 
