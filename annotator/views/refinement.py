@@ -32,6 +32,8 @@ from annotator.models import (
     Role,
     RunStatus,
 )
+from annotator.selectors.coarse import RULES as COARSE_RULES
+from annotator.selectors.coarse import coarse_captions
 from annotator.selectors.labelsets import labelset_get_readable
 from annotator.selectors.refinement import (
     caption_versions,
@@ -122,6 +124,7 @@ def refinement_detail(request, refinement_id: int):
         "review": refinement_review_queue(refinement=refinement),
         "generators": [(name, cls.description) for name, cls in sorted(GENERATORS.items())],
         "benchmarks": benchmarks,
+        "coarse_rules": COARSE_RULES,
     }
     return render(request, "refinement/detail.html", context)
 
@@ -155,7 +158,18 @@ def refinement_action(request, refinement_id: int, action: str):
             context["gold_every"] = int(request.POST.get("gold_every") or 0)
         except ValueError:
             raise ApplicationError("Gold every n captions must be a whole number.") from None
-        report = proposals_generate(refinement=refinement, generator=request.POST.get("generator", ""), context=context)
+        caption_ids = None
+        if request.POST.get("only_coarse"):
+            coarse = coarse_captions(refinement.dataset, rule=request.POST.get("coarse_rule") or "majority")
+            caption_ids = [c.caption_id for c in coarse]
+            if not caption_ids:
+                raise ApplicationError("No caption of this dataset is coarse by its ranking runs.", status=409)
+        report = proposals_generate(
+            refinement=refinement,
+            generator=request.POST.get("generator", ""),
+            context=context,
+            caption_ids=caption_ids,
+        )
         messages.success(request, f"{report['proposals']} proposals and {report['gold']} gold proposals generated.")
     elif action == "filter":
         refinement_filter(refinement=refinement)
