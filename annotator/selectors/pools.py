@@ -8,6 +8,10 @@ from django.db.models import F
 from annotator.models import GalleryAddition, GalleryEnlargement, Image, Label, PoolImage
 
 
+def _url(name: str) -> str:
+    return default_storage.url(name) if name else ""
+
+
 def enlargement_preview(*, enlargement: GalleryEnlargement, limit: int | None = 50, offset: int = 0) -> list[dict]:
     """Each target (up to `limit`, from `offset`) with its thumbnail and its proposed pool images, best
     first, as the preview page and the API show them before anything is added."""
@@ -26,7 +30,7 @@ def enlargement_preview(*, enlargement: GalleryEnlargement, limit: int | None = 
             {
                 "target_id": image["pk"],
                 "target_source_id": image["source_id"],
-                "target_thumbnail": default_storage.url(image["thumbnail"]) if image["thumbnail"] else "",
+                "target_thumbnail": _url(image["thumbnail"]),
                 "proposed": [
                     {
                         "pool_image_id": pool_id,
