@@ -24,6 +24,11 @@ def caption_texts_current(*, dataset: Dataset) -> dict[int, str]:
     return {pk: current if current is not None else text for pk, text, current in rows}
 
 
+def caption_text_current(*, caption: Caption) -> str:
+    latest = CaptionVersion.objects.filter(caption=caption).order_by("-version").values_list("text", flat=True).first()
+    return latest if latest is not None else " ".join(caption.text.split())
+
+
 def caption_versions(*, caption: Caption) -> list[CaptionVersion]:
     """Every version of a caption, oldest first; a caption never refined has its original as version 1."""
     versions = list(

@@ -32,6 +32,7 @@ from annotator.models import (
     Worker,
 )
 from annotator.models.state import check_transition
+from annotator.selectors.refinement import caption_text_current
 from annotator.services.refinement.versions import MAX_CAPTION_CHARS, caption_version_add
 
 GOLD_SHARE = 5  # after every this many real HITs a worker gets a gold one while there are gold HITs left
@@ -200,6 +201,10 @@ def _approve(assignment: CorrectionAssignment, *, decided_by, now) -> None:
     proposal = assignment.proposal
     if proposal.gold:
         return
+    RefinementProposal.objects.filter(pk=proposal.pk).update(status=ProposalStatus.DONE)
+    if assignment.text == caption_text_current(caption=proposal.caption):
+        # The worker put the caption back as it was: the proposal was wrong and the caption stays.
+        return
     source = VersionSource.PROPOSAL if assignment.action == CorrectionAction.ACCEPT else VersionSource.CORRECTION
     caption_version_add(
         caption=proposal.caption,
@@ -211,7 +216,6 @@ def _approve(assignment: CorrectionAssignment, *, decided_by, now) -> None:
         approved_by=decided_by,
         edit_distance=assignment.edit_distance,
     )
-    RefinementProposal.objects.filter(pk=proposal.pk).update(status=ProposalStatus.DONE)
 
 
 def correction_decide(*, assignment: CorrectionAssignment, user, approve: bool, reason: str = "", now=None):

@@ -20,7 +20,7 @@ from annotator.models import (
 )
 from annotator.scenarios import synthetic
 from annotator.services.refinement.benchmark import benchmark_csv_chunks, benchmark_export, benchmark_json_chunks
-from annotator.services.refinement.corrections import correction_decide
+from annotator.services.refinement.corrections import correction_claim, correction_decide, correction_submit
 from annotator.services.refinement.proposals import (
     proposals_generate,
     proposals_import,
@@ -173,3 +173,23 @@ def test_bad_proposal_files_are_refused_with_the_rows(tmp_path):
         proposals_import(refinement=refinement, upload=SimpleUploadedFile("p.csv", b"id,text\n1,a\n"))
     with pytest.raises(ApplicationError, match="not JSON"):
         proposals_import(refinement=refinement, upload=SimpleUploadedFile("p.jsonl", b"{nope\n"))
+
+
+def test_putting_the_original_back_is_an_approved_answer_that_adds_no_version(tmp_path):
+    """A worker who finds the proposal wrong and restores the original text: approved, the caption stays."""
+    world = RefinementWorld(tmp_path, images=6, seed=9)
+    caption = world.dataset.captions.order_by("pk").first()
+    refinement = refinement_create(dataset=world.dataset, owner=world.requester, name="fg", scorer="")
+    upload = SimpleUploadedFile(
+        "p.jsonl", json.dumps({"caption_id": caption.source_id, "proposal": "Nonsense."}).encode()
+    )
+    proposals_import(refinement=refinement, upload=upload)
+    refinement_filter(refinement=refinement)
+    refinement_launch(refinement=refinement)
+    worker = new_worker()
+    assignment = correction_claim(refinement=refinement, worker=worker)
+    done = correction_submit(assignment=assignment, worker=worker, text=f"  {caption.text} ")
+    assert done.status == CorrectionStatus.APPROVED and done.action == "correct" and done.edit_distance > 0
+    assert not CaptionVersion.objects.filter(caption=caption).exists()
+    assert RefinementProposal.objects.get(pk=assignment.proposal_id).status == ProposalStatus.DONE
+    assert correction_claim(refinement=refinement, worker=new_worker()) is None
