@@ -58,6 +58,14 @@ def _stated(words: list[str], text: str, scene, vocab) -> tuple[set, list[_Menti
     return facts, mentions
 
 
+def _article(words: list[str], at: int) -> list[str]:
+    """"a" or "an" before the word now at `at`, as it starts (keeping the article's capital)."""
+    if at > 0 and words[at - 1].lower() in ("a", "an"):
+        article = "an" if words[at][:1].lower() in "aeiou" else "a"
+        words[at - 1] = article.capitalize() if words[at - 1][0].isupper() else article
+    return words
+
+
 def _insert(words: list[str], fact, mentions: list[_Mention], vocab) -> list[str]:
     words = list(words)
     if fact[0] == "bg":
@@ -69,12 +77,12 @@ def _insert(words: list[str], fact, mentions: list[_Mention], vocab) -> list[str
     mention = next(m for m in mentions if m.kind == fact[1])
     noun = mention.noun_index
     if fact[0] == "color":
-        return words[:noun] + [fact[2]] + words[noun:]
+        return _article(words[:noun] + [fact[2]] + words[noun:], noun)
     if fact[0] == "size":
         at = noun
         if noun > 0 and norm_word(words[noun - 1]) in vocab.COLORS:
             at = noun - 1
-        return words[:at] + [vocab.SIZE_WORDS[fact[2]][0]] + words[at:]
+        return _article(words[:at] + [vocab.SIZE_WORDS[fact[2]][0]] + words[at:], at)
     # pos: after the noun, keeping the noun's punctuation after the phrase
     last = words[noun]
     tail = last[len(last.rstrip(".,;!?")) :]
