@@ -99,3 +99,7 @@ def test_correction_hits_with_the_keyboard(live_server, browser, media_served, t
     assert rows.count() == 2
     assert "Corrected" in rows.nth(1).inner_text() or "corrected" in rows.nth(1).inner_text()
     screenshot(history, "correction-history", full_page=False)
+    overview = requester.new_page()
+    overview.goto(f"{live_server.url}/refinements/{refinement.pk}/")
+    assert overview.locator("table mark.added").count() >= 2
+    screenshot(overview, "refinement-page", full_page=True)
