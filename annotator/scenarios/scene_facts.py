@@ -59,7 +59,7 @@ def _stated(words: list[str], text: str, scene, vocab) -> tuple[set, list[_Menti
 
 
 def _article(words: list[str], at: int) -> list[str]:
-    """"a" or "an" before the word now at `at`, as it starts (keeping the article's capital)."""
+    """ "a" or "an" before the word now at `at`, as it starts (keeping the article's capital)."""
     if at > 0 and words[at - 1].lower() in ("a", "an"):
         article = "an" if words[at][:1].lower() in "aeiou" else "a"
         words[at - 1] = article.capitalize() if words[at - 1][0].isupper() else article
