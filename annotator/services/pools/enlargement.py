@@ -170,12 +170,12 @@ def combine_proposals(
     taken: set[int] = set()
     chosen: dict[int, list] = defaultdict(list)
     wanted = {target for target, _pool in fused}
-    removed = 0
+    naive: dict[int, list[int]] = defaultdict(list)  # each target's own top `keep`, before duplicates go
+    for (target, pool_id), _entry in ordered:
+        if len(naive[target]) < keep:
+            naive[target].append(pool_id)
     for (target, pool_id), (score, vias, image_score, caption_score) in ordered:
-        if len(chosen[target]) >= keep:
-            continue
-        if pool_id in taken:
-            removed += 1
+        if len(chosen[target]) >= keep or pool_id in taken:
             continue
         taken.add(pool_id)
         via = "both" if len(vias) == 2 else next(iter(vias))
@@ -185,6 +185,9 @@ def combine_proposals(
         for item in items:
             via_counts[item[2]] += 1
     proposed = sum(len(items) for items in chosen.values())
+    owner = {item[0]: target for target, items in chosen.items() for item in items}
+    # Entries of a target's own top `keep` whose image went to another target that wanted it more.
+    removed = sum(1 for target, ids in naive.items() for pool_id in ids if owner.get(pool_id) != target)
     return {
         "targets": {str(target): chosen[target] for target in sorted(chosen)},
         "counts": {

@@ -19,7 +19,14 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
-from annotator.analysis.perceptual import NEAR_DUPLICATE_BITS, nearest, perceptual_hash
+from annotator.analysis.perceptual import (
+    NEAR_DUPLICATE_BITS,
+    NEAR_DUPLICATE_PIXELS,
+    candidates,
+    perceptual_hash,
+    pixel_distance,
+    tiny_rgb,
+)
 from annotator.errors import ApplicationError
 from annotator.importing.images import (
     EXTENSIONS,
@@ -69,12 +76,12 @@ def _check_name(*, dataset: Dataset, name: str) -> str:
     return name
 
 
-def _test_image_hashes(dataset: Dataset) -> tuple[dict[str, int], dict[str, int]]:
-    """sha256 -> image pk and pHash -> image pk of the dataset's test images (its own, not added ones).
+def _test_image_hashes(dataset: Dataset) -> tuple[dict[str, int], list[tuple[str, int]]]:
+    """sha256 -> image pk, and (pHash, image pk) of the dataset's test images (its own, not added ones).
 
     The pHash comes from the thumbnail, the same picture at a smaller size, so a large original is not read
     again; pHash works on a 32 x 32 copy either way."""
-    exact, perceptual = {}, {}
+    exact, perceptual = {}, []
     rows = Image.objects.filter(dataset=dataset, gallery_addition__isnull=True).values_list(
         "pk", "content_hash", "thumbnail", "file"
     )
@@ -82,10 +89,28 @@ def _test_image_hashes(dataset: Dataset) -> tuple[dict[str, int], dict[str, int]
         exact.setdefault(content_hash, pk)
         try:
             with default_storage.open(thumbnail or file, "rb") as handle:
-                perceptual.setdefault(perceptual_hash(handle.read()), pk)
+                perceptual.append((perceptual_hash(handle.read()), pk))
         except Exception:  # a missing thumbnail: the byte-identical check still holds for it
             logger.warning("no picture to hash for image %s", pk)
     return exact, perceptual
+
+
+def _near_duplicate(data: bytes, phash: str, perceptual: list[tuple[str, int]]) -> dict | None:
+    """The test image this picture nearly repeats: within NEAR_DUPLICATE_BITS of its pHash and, read in
+    colour, within NEAR_DUPLICATE_PIXELS of it (pHash alone cannot tell colours of equal brightness apart)."""
+    found = candidates(phash, perceptual, within=NEAR_DUPLICATE_BITS)
+    if not found:
+        return None
+    mine = tiny_rgb(data)
+    for image_id, distance in found:
+        row = Image.objects.filter(pk=image_id).values_list("thumbnail", "file").first()
+        if row is None:
+            continue
+        with default_storage.open(row[0] or row[1], "rb") as handle:
+            difference = pixel_distance(mine, tiny_rgb(handle.read()))
+        if difference <= NEAR_DUPLICATE_PIXELS:
+            return {"image_id": image_id, "distance": distance, "pixel_difference": round(difference, 4)}
+    return None
 
 
 def _import_source(pool: ImagePool, source) -> dict:
@@ -115,8 +140,8 @@ def _import_source(pool: ImagePool, source) -> dict:
             report["skipped_existing"] += 1  # a retried import: this file made it the first time
         elif digest in exact:
             report["duplicates"].append({"file": name, "kind": "identical", "image_id": exact[digest], "distance": 0})
-        elif (near := nearest(phash, perceptual, within=NEAR_DUPLICATE_BITS)) is not None:
-            report["duplicates"].append({"file": name, "kind": "near", "image_id": near[0], "distance": near[1]})
+        elif (near := _near_duplicate(data, phash, perceptual)) is not None:
+            report["duplicates"].append({"file": name, "kind": "near", **near})
         elif digest in seen:
             report["repeated_in_pool"] += 1
         else:

@@ -84,7 +84,11 @@ def _world(owner, *, suffix: str = ""):
     delivery = models.WebhookDelivery.objects.create(
         endpoint=endpoint, message_id=f"msg-{dataset.pk}", event=models.WebhookEvent.values[0]
     )
+    pool = models.ImagePool.objects.create(dataset=dataset, name=f"tenant-pool-zq{suffix}", status="ready")
+    enlargement = models.GalleryEnlargement.objects.create(pool=pool, dataset=dataset, status="proposed")
     return {
+        "pool_id": pool.pk,
+        "enlargement_id": enlargement.pk,
         "decision_id": decision.pk,
         "endpoint_id": endpoint.pk,
         "delivery_id": delivery.pk,
