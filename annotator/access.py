@@ -119,6 +119,10 @@ def refinements_managed_by(user) -> QuerySet[Refinement]:
     return Refinement.objects.filter(dataset__in=datasets_managed_by(user).values("pk"))
 
 
+def can_manage_refinement(user, refinement: Refinement) -> bool:
+    return can_manage_dataset(user, refinement.dataset)
+
+
 def can_read_caption_history(user, dataset: Dataset) -> bool:
     """A caption's versions are part of the dataset: whoever may open the dataset may read them."""
     return datasets_visible_to(user).filter(pk=dataset.pk).exists()

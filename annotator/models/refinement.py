@@ -80,8 +80,10 @@ class Refinement(models.Model):
     reward_cents = models.PositiveIntegerField(default=5)
     lease_minutes = models.PositiveIntegerField(default=15)
     report = models.JSONField(default=dict, blank=True)  # the last import, generation and filter summaries
-    error = models.TextField(blank=True)
+    error = models.TextField(blank=True)  # why the last filter failed; cleared by the next one
     created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True)  # when the current/last filter was queued
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -21,6 +21,7 @@ from annotator.access import (
 )
 from annotator.analysis.refinement import GENERATORS, word_diff
 from annotator.errors import ApplicationError
+from annotator.jobs import job_state, job_view
 from annotator.models import (
     Caption,
     CorrectionAssignment,
@@ -117,8 +118,10 @@ def refinement_detail(request, refinement_id: int):
     benchmarks = LabelSet.objects.filter(dataset=refinement.dataset, report__renovated_benchmark=True).order_by(
         "-created_at"
     )[:10]
+    job = job_view(refinement) if job_state(refinement) is not None else None
     context = {
         "refinement": refinement,
+        "job": job,
         "counts": refinement_counts(refinement=refinement),
         "rows": rows,
         "review": refinement_review_queue(refinement=refinement),

@@ -8,9 +8,11 @@ import io
 import json
 
 from django.db import transaction
+from django.utils import timezone
 
 from annotator.analysis.refinement import CaptionInput, Proposal, generator_get, proposals_parse
 from annotator.errors import ApplicationError
+from annotator.jobs import JobState, job_state
 from annotator.models import (
     REFINEMENT_TRANSITIONS,
     Caption,
@@ -188,9 +190,28 @@ def refinement_filter(*, refinement: Refinement) -> Refinement:
             )
             return refinement_transition(refinement=refinement, target=RefinementStatus.READY, error="")
     with transaction.atomic():
-        moved = refinement_transition(refinement=refinement, target=RefinementStatus.SCORING, error="")
+        moved = refinement_transition(
+            refinement=refinement, target=RefinementStatus.SCORING, error="", queued_at=timezone.now()
+        )
         enqueue_on_commit(SCORE_TASK, refinement.pk)
     return moved
+
+
+def refinement_filter_retry(*, refinement: Refinement) -> Refinement:
+    """The progress widget's Retry and the sweep: a failed filter (a draft with an error) is queued again;
+    a stalled one (scoring, no sign of life for its stale time) gets its task sent again. Takes the row
+    lock; anything else is a 409. Scoring twice is harmless: proposals_score_store acts once."""
+    with transaction.atomic():
+        locked = Refinement.objects.select_for_update().get(pk=refinement.pk)
+        state = job_state(locked)
+        if state == JobState.FAILED:
+            return refinement_filter(refinement=locked)
+        if state != JobState.STALLED:
+            raise ApplicationError("Only a failed or stalled filter can be retried.", status=409)
+        locked.queued_at = timezone.now()
+        locked.save(update_fields=["queued_at", "updated_at"])
+        enqueue_on_commit(SCORE_TASK, locked.pk)
+    return locked
 
 
 def proposals_score_store(*, refinement_id: int, scores: dict[int, tuple[float, float]]) -> Refinement:

@@ -116,3 +116,36 @@ def test_benchmark_export_api_files_and_old_versus_new(tmp_path):
     page = _client(world.requester).get(f"/research/benchmarks/{label_set.pk}/compare/")
     assert page.status_code == 200 and b"tfidf_pivot" in page.content and b"compare-t2i" in page.content
     assert _client(world.requester).get(f"/benchmarks/{label_set.pk}.csv/").status_code == 200
+
+
+def test_a_failed_filter_shows_in_the_job_widget_and_retries(tmp_path, monkeypatch):
+    """A scorer that cannot load: the refinement goes back to draft with the reason, the widget's JSON says
+    failed, and Retry (the jobs page) scores it again once the model loads."""
+    from workers.ranking import annotators
+
+    world = RefinementWorld(tmp_path, images=6, seed=3)
+    refinement = refinement_create(dataset=world.dataset, owner=world.requester, name="fg", scorer="minilm_pivot")
+    proposals_generate(refinement=refinement, generator="scene_facts", context={"scenes": world.scenes})
+    real_load = annotators._load
+
+    def broken(*args, **kwargs):
+        raise OSError("weights missing")
+
+    annotators._load.cache_clear()
+    monkeypatch.setattr(annotators, "_load", broken)
+    refinement_filter(refinement=refinement)  # eager: the task fails after commit, and says why
+    refinement.refresh_from_db()
+    assert refinement.status == RefinementStatus.DRAFT and "weights missing" in refinement.error
+    owner = _client(world.requester)
+    status = owner.get(f"/jobs/refinement/{refinement.pk}/status.json").json()
+    assert status["state"] == "failed" and "weights missing" in status["error"]
+    assert (
+        _client(user_with_role(Role.REQUESTER)).get(f"/jobs/refinement/{refinement.pk}/status.json").status_code == 404
+    )
+
+    monkeypatch.setattr(annotators, "_load", real_load)
+    response = owner.post(f"/jobs/refinement/{refinement.pk}/retry/")
+    assert response.status_code == 302
+    refinement.refresh_from_db()
+    assert refinement.status == RefinementStatus.READY and refinement.error == ""
+    assert owner.get(f"/jobs/refinement/{refinement.pk}/status.json").json()["state"] == "done"
