@@ -165,10 +165,12 @@ class CoarseCaptionsView(APIView):
         rule = request.query_params.get("rule", "majority")
         try:
             within = int(request.query_params.get("within", "1"))
-            limit = min(max(int(request.query_params.get("limit", "100")), 1), 1000)
-            offset = max(int(request.query_params.get("offset", "0")), 0)
+            limit = int(request.query_params.get("limit", "100"))
+            offset = int(request.query_params.get("offset", "0"))
         except ValueError as exc:
             raise ApplicationError("within, limit and offset are whole numbers.") from exc
+        if not 1 <= limit <= 1000 or offset < 0:
+            raise ApplicationError("limit is 1 to 1000 and offset 0 or more.")
         found = coarse_captions(dataset, rule=rule, within=within)
         return Response(
             {"count": len(found), "results": [c.as_dict() for c in found[offset : offset + limit]]},

@@ -81,6 +81,12 @@ def main(args) -> dict:
         "planted": len(planted),
         "caught": len(reported & set(planted)),
         "other_pool_images_refused": len(reported - set(planted)),
+        # What those others are in the truth: variants of a scene or random scenes whose picture is nearly
+        # the same as a test image's (small objects on the same background).
+        "others_by_kind": {
+            kind: sum(1 for name in reported - set(planted) if truth["pool"].get(name, {}).get("change") == kind)
+            for kind in ("same", "color", "count", "size", "random")
+        },
     }
 
     start = time.perf_counter()

@@ -81,8 +81,17 @@ def world(db) -> World:
     delivery = models.WebhookDelivery.objects.create(
         endpoint=endpoint, message_id="msg_world", event="import.done", status=models.DeliveryStatus.FAILED
     )
+    # An outside pool of the requester's dataset, with a proposed enlargement.
+    pool = models.ImagePool.objects.create(
+        dataset=campaign.dataset, name="world-pool", status=models.PoolStatus.READY, created_by=users["requester"]
+    )
+    enlargement = models.GalleryEnlargement.objects.create(
+        pool=pool, dataset=campaign.dataset, status=models.EnlargementStatus.PROPOSED
+    )
     ids = {
         **states,
+        "pool": pool.pk,
+        "enlargement": enlargement.pk,
         "webhook": endpoint.pk,
         "webhook_delivery": delivery.pk,
         "build_dataset": build_dataset.pk,

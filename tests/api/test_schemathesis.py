@@ -45,6 +45,8 @@ REAL_IDS = {
     "benchmarks": "labelset",  # a label set that is no benchmark: a 404 like any other out-of-scope id
     "webhooks": "webhook",
     "webhook-deliveries": "webhook_delivery",
+    "pools": "pool",
+    "enlargements": "enlargement",
 }
 
 
