@@ -36,7 +36,7 @@ from annotator.models.ranking import RUN_TRANSITIONS, RankingRun, RunStatus
 from annotator.models.refinement import REFINEMENT_TRANSITIONS, Refinement, RefinementStatus
 from annotator.models.research import EXPORT_TRANSITIONS, ExportJob, ExportStatus
 from annotator.models.state import check_transition
-from annotator.queue import enqueue_on_commit
+from annotator.queue import enqueue_long_on_commit
 
 
 class JobState(models.TextChoices):
@@ -357,7 +357,7 @@ def job_requeue(job: models.Model, *, queued: str, task: str) -> models.Model:
     what its kind refuses beyond the transition table. A job queued or running that is not stalled is left
     as it is, nothing enqueued. A failed job moves to `queued` (its error cleared); a stalled queued job
     keeps its status with a new queued_at, a stalled running one keeps its status and the task's claim
-    takes it over. Then `task` is enqueued after commit."""
+    takes it over. Then `task` is enqueued after commit (in the background when a request retries it)."""
     state = job_state(job)
     if state in ACTIVE_STATES:
         return job
@@ -367,7 +367,7 @@ def job_requeue(job: models.Model, *, queued: str, task: str) -> models.Model:
     elif job.status == queued:
         job.queued_at = now
         job.save(update_fields=["queued_at"])
-    enqueue_on_commit(task, job.pk)
+    enqueue_long_on_commit(task, job.pk)
     return job
 
 

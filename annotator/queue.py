@@ -14,8 +14,14 @@ may refuse the request (503) and undo its own state.
 Long work started from a request (a ranking run) goes through `enqueue_in_background_on_commit`: with a
 broker it is the same as `enqueue_on_commit`; with eager Celery it runs in a thread of this process after
 commit, so the request answers at once instead of holding the person (and a server thread) for minutes.
+Services that start long work (rankings, imports, builds, exports, and the retries of every job) call
+`enqueue_long_on_commit`: while a request is being served (LongWorkInBackgroundMiddleware, below,
+marks it) that is the background path; from a management command, the sweep or a task it is
+enqueue_on_commit, so `manage.py demo_setup` and a service called from a test find the work done at commit.
 """
 
+import contextlib
+import contextvars
 import logging
 import threading
 
@@ -28,6 +34,10 @@ logger = logging.getLogger(__name__)
 # importing workers.tasks from several threads at once lets some of them see the package half-imported
 # (NotRegistered, a 500 on the first submits after a start). One thread imports, the others wait.
 _IMPORT_LOCK = threading.Lock()
+
+# True while this thread (or task) serves a web request: long work it starts goes to the background. A
+# thread started by _background_start does not inherit it (threads begin with an empty context).
+_SERVING_REQUEST = contextvars.ContextVar("vericap_serving_request", default=False)
 
 
 def _task(task_name: str):
@@ -57,7 +67,7 @@ def enqueue_on_commit(task_name: str, *args, **kwargs) -> None:
         task.delay(*args, **kwargs)
 
 
-def _run_in_thread(task, args, kwargs) -> threading.Thread:
+def _background_start(task, args, kwargs) -> threading.Thread:
     def run():
         try:
             task.apply(args=list(args), kwargs=kwargs)
@@ -84,4 +94,45 @@ def enqueue_in_background_on_commit(task_name: str, *args, **kwargs) -> None:
         enqueue_on_commit(task_name, *args, **kwargs)
         return
     task = _task(task_name)
-    transaction.on_commit(lambda: _run_in_thread(task, args, kwargs))
+    transaction.on_commit(lambda: _background_start(task, args, kwargs))
+
+
+def background_threads() -> list[threading.Thread]:
+    """The background tasks of this process still running (the tests join them before looking)."""
+    return [thread for thread in threading.enumerate() if thread.name.startswith("background ") and thread.is_alive()]
+
+
+@contextlib.contextmanager
+def serving_request():
+    """Mark the code inside as serving a web request: long work it starts runs in the background."""
+    token = _SERVING_REQUEST.set(True)
+    try:
+        yield
+    finally:
+        _SERVING_REQUEST.reset(token)
+
+
+def enqueue_long_on_commit(task_name: str, *args, **kwargs) -> None:
+    """Long work (a ranking, an import, a build, an export): enqueue_in_background_on_commit while a request
+    is being served (serving_request), so the request answers at once and the page's progress widget follows
+    the job; enqueue_on_commit otherwise (a command, the sweep, a task), where the caller may wait for it."""
+    if _SERVING_REQUEST.get():
+        enqueue_in_background_on_commit(task_name, *args, **kwargs)
+    else:
+        enqueue_on_commit(task_name, *args, **kwargs)
+
+
+class LongWorkInBackgroundMiddleware:
+    """Long work a request starts (a ranking, an import, a build, an export) never runs inside it.
+
+    With a broker it goes to a worker anyway; on the embedded default (eager Celery) it would run in the
+    request and hold the person for as long as it takes, with the progress bar never shown. Marked here,
+    annotator.queue.enqueue_long_on_commit hands it to a thread after commit and the request answers at once.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with serving_request():
+            return self.get_response(request)

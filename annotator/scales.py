@@ -106,8 +106,18 @@ def scale_for(*, scale: str, kind: str = PairKind.IMAGE_CAPTION, rationale_follo
     raise ValueError(f"unknown scale {scale!r}")
 
 
+def followups_asked(*, campaign, stage: str | None = None) -> bool:
+    """Whether `campaign` asks the rationale follow-ups in `stage` (a Hit's stage; None: the first stage).
+
+    The second stage of a `both` campaign (caption-to-image) has its own switch; every other stage follows
+    rationale_followups."""
+    if campaign.direction == "both" and stage == "t2i":
+        return bool(campaign.stage2_rationale_followups)
+    return bool(campaign.rationale_followups)
+
+
 def campaign_scale(*, campaign, kind: str | None = None) -> dict:
-    """The scale of a campaign as its worker page shows it."""
+    """The scale of a campaign as its worker page shows it (the follow-ups of its first stage)."""
     if kind is None:
         kind = {"t2t": PairKind.CAPTION_CAPTION, "i2i": PairKind.IMAGE_IMAGE}.get(
             campaign.direction, PairKind.IMAGE_CAPTION
@@ -133,9 +143,11 @@ def _choices_needing_reasons(*, scale: str, followups: bool) -> list[str]:
     return sorted(CHOICES_NEEDING_SHORTCOMINGS) if followups and scale == Scale.FOUR_CHOICE else []
 
 
-def hit_rules(*, campaign) -> dict:
-    """The HIT rules of `campaign` as data, the same for the server and the page."""
-    needs_reasons = _choices_needing_reasons(scale=campaign.scale, followups=campaign.rationale_followups)
+def hit_rules(*, campaign, stage: str | None = None) -> dict:
+    """The HIT rules of `campaign` in `stage` (the Hit's stage) as data, the same for the server and the page."""
+    needs_reasons = _choices_needing_reasons(
+        scale=campaign.scale, followups=followups_asked(campaign=campaign, stage=stage)
+    )
     return {
         "scale": campaign.scale,
         "followups": bool(needs_reasons),

@@ -121,6 +121,7 @@ class CampaignSerializer(serializers.ModelSerializer):
             "direction",
             "scale",
             "rationale_followups",
+            "stage2_rationale_followups",
             "sample_count",
             "sample_fraction",
             "seed",

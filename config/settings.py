@@ -53,6 +53,8 @@ MIDDLEWARE = [
     "annotator.resilience.middleware.OutageMiddleware",
     # A view's error as its 4xx page (or JSON for scripts), from the same mapping as the API's handler.
     "annotator.middleware.ErrorPageMiddleware",
+    # Long work a request starts goes to the background, on the embedded default too (annotator/queue.py).
+    "annotator.queue.LongWorkInBackgroundMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -111,6 +113,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Writers take the lock when their transaction begins, so two requests that read then write (a HIT
     # claim, an autosave) queue for it instead of one failing with "database is locked".
     DATABASES["default"]["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
+    # Write-ahead logging: pages keep reading while a background ranking or import commits its chunks (in
+    # the default rollback journal a writer spilling to disk locks readers out). Kept in the file once set.
+    DATABASES["default"]["OPTIONS"].setdefault("init_command", "PRAGMA journal_mode=WAL;")
     if DATABASES["default"]["NAME"] not in ("", ":memory:"):
         # A fresh clone has no var/ yet; SQLite creates the file but not its directory.
         Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
@@ -272,6 +277,12 @@ QUALITY_POSTERIOR_FLAG_BELOW = env.float("QUALITY_POSTERIOR_FLAG_BELOW", default
 QUALITY_POSTERIOR_FLAG_LEVEL = env.float("QUALITY_POSTERIOR_FLAG_LEVEL", default=0.7)
 QUALITY_POSTERIOR_HIT_LEVEL = env.float("QUALITY_POSTERIOR_HIT_LEVEL", default=0.95)
 QUALITY_POSTERIOR_EXCUSE_BELOW = env.float("QUALITY_POSTERIOR_EXCUSE_BELOW", default=0.7)
+# The label posterior's prior on a worker (annotator/analysis/posterior.py): a careful crowd worker is right this
+# often, worth STRENGTH answers of evidence; the crowd check judges workers against a more sceptical crowd
+# (CHECK_ACCURACY), so a careful worker who disagrees with one other answer is not condemned by it.
+QUALITY_POSTERIOR_WORKER_ACCURACY = env.float("QUALITY_POSTERIOR_WORKER_ACCURACY", default=0.85)
+QUALITY_POSTERIOR_WORKER_STRENGTH = env.float("QUALITY_POSTERIOR_WORKER_STRENGTH", default=10.0)
+QUALITY_POSTERIOR_CHECK_ACCURACY = env.float("QUALITY_POSTERIOR_CHECK_ACCURACY", default=0.8)
 QUALITY_GOLD_DISPUTE_MIN_ANSWERS = env.int("QUALITY_GOLD_DISPUTE_MIN_ANSWERS", default=5)
 QUALITY_GOLD_DISPUTE_SHARE = env.float("QUALITY_GOLD_DISPUTE_SHARE", default=0.5)
 CELERY_BEAT_SCHEDULE["quality-auto-approve"] = {

@@ -25,3 +25,53 @@ def _fresh_cache():
     from django.core.cache import cache
 
     cache.clear()
+
+
+def _transactional(request) -> bool:
+    marker = request.node.get_closest_marker("django_db")
+    in_marker = marker is not None and (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
+    return bool(in_marker) or bool({"transactional_db", "live_server"} & set(request.fixturenames))
+
+
+@pytest.fixture(autouse=True)
+def background_tasks(request, monkeypatch):
+    """The long tasks a request handed to the background (annotator.queue), as (task name, args).
+
+    A test inside a transaction that is rolled back (pytest-django's default) cannot let a thread do the
+    work: the thread's own connection would not see the test's rows. There the handed-over task runs in the
+    test's thread at the moment it would have started (django_capture_on_commit_callbacks(execute=True)),
+    as eager Celery ran it before, and is recorded so the test can check that the request did not run it
+    itself. Tests with transaction=True (and the browser tests) get the real threads; they join them with
+    annotator.queue.background_threads().
+    """
+    handed: list[tuple] = []
+    if _transactional(request):
+        from tests.background_support import background_join
+
+        yield handed
+        background_join()  # none may go on writing into the next test's database
+        return
+    from annotator import queue
+
+    def run_here(task, args, kwargs):
+        handed.append((task.name, *args))
+        task.apply(args=list(args), kwargs=kwargs)
+
+    monkeypatch.setattr(queue, "_background_start", run_here)
+    yield handed
+
+
+@pytest.fixture
+def held_task():
+    """held_task(name) holds that Celery task at its start until `.release` is set (see HeldTask)."""
+    from tests.background_support import HeldTask
+
+    held: list = []
+
+    def hold(name: str):
+        held.append(HeldTask(name))
+        return held[-1]
+
+    yield hold
+    for each in held:
+        each.close()

@@ -34,9 +34,9 @@ def _trigamma(x):
 
 @dataclass(frozen=True)
 class PosteriorPrior:
-    """The model's priors: a worker is a careful one (80% right on each class) worth `strength` answers."""
+    """The model's priors: a worker is a careful one (85% right on each class) worth `strength` answers."""
 
-    worker_accuracy: float = 0.8
+    worker_accuracy: float = 0.85
     worker_strength: float = 10.0
     class_rate: float = 0.5  # P(positive) before any evidence, when there is no machine prior
     class_strength: float = 2.0

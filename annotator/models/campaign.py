@@ -69,6 +69,8 @@ class Campaign(models.Model):
     direction = models.CharField(max_length=4, choices=CampaignDirection.choices, default=CampaignDirection.I2T)
     scale = models.CharField(max_length=16, choices=Scale.choices, default=Scale.FOUR_CHOICE)
     rationale_followups = models.BooleanField(default=True)
+    # The second stage (caption-to-image) of a `both` campaign: the ECCV protocol asks it without follow-ups.
+    stage2_rationale_followups = models.BooleanField(default=False)
     # Query sampling: a count or a fraction of the queries, drawn with the seed.
     sample_count = models.PositiveIntegerField(null=True, blank=True)
     sample_fraction = models.FloatField(

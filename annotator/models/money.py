@@ -18,7 +18,8 @@ PAYOUT_TRANSITIONS = {
     # Pending to pending: an attempt failed and another follows.
     PayoutStatus.PENDING: {PayoutStatus.PENDING, PayoutStatus.SENT, PayoutStatus.FAILED},
     PayoutStatus.SENT: set(),
-    PayoutStatus.FAILED: set(),
+    # The requester's Retry (annotator.services.money.bonuses.bonus_retry): MTurk is asked again.
+    PayoutStatus.FAILED: {PayoutStatus.PENDING},
 }
 
 

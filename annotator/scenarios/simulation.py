@@ -435,6 +435,25 @@ def _review(campaign: Campaign, *, reviewer, policy: str, truth_of) -> dict:
     return dict(decided)
 
 
+def _truth_of(dataset: Dataset, truth: dict):
+    """truth_of(pair) -> whether the pair's caption describes its image, from the dataset's truth.json."""
+    positives = {(int(image), int(caption)) for image, captions in truth["i2t"].items() for caption in captions}
+    image_source = dict(Image.objects.filter(dataset=dataset).values_list("pk", "source_id"))
+    caption_source = dict(Caption.objects.filter(dataset=dataset).values_list("pk", "source_id"))
+
+    def truth_of(pair) -> bool:
+        return (int(image_source[pair.image_id]), int(caption_source[pair.caption_id])) in positives
+
+    return truth_of
+
+
+def truth_lookup(campaign: Campaign):
+    """truth_of(pair) for a simulated campaign (its dataset's report names the synthetic images and seed)."""
+    report = campaign.dataset.report or {}
+    out_dir = Path(settings.MEDIA_ROOT) / "simulation" / f"{report['images']}-{report['seed']}"
+    return _truth_of(campaign.dataset, json.loads((out_dir / "truth.json").read_text()))
+
+
 def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
     """Run the whole rehearsal and measure it; see the module docstring."""
     from annotator.services.accounts.workers import worker_for_external
@@ -447,12 +466,9 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
     started = time.perf_counter()
     owner = _requester(config.seed)
     dataset, truth = _dataset(images=config.images, seed=config.seed, owner=owner)
-    positives = {(int(image), int(caption)) for image, captions in truth["i2t"].items() for caption in captions}
+    truth_of = _truth_of(dataset, truth)
     image_source = dict(Image.objects.filter(dataset=dataset).values_list("pk", "source_id"))
     caption_source = dict(Caption.objects.filter(dataset=dataset).values_list("pk", "source_id"))
-
-    def truth_of(pair) -> bool:
-        return (int(image_source[pair.image_id]), int(caption_source[pair.caption_id])) in positives
 
     top_k = 25
     run = None if config.ranking == "proposal" else _real_ranking(dataset=dataset, top_k=top_k)

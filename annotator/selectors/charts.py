@@ -17,9 +17,11 @@ from annotator.models import (
     Answer,
     Assignment,
     AssignmentStatus,
+    Bonus,
     Campaign,
     ItemRole,
     PairSource,
+    PayoutStatus,
     Shortcoming,
     WrongAspect,
 )
@@ -72,6 +74,45 @@ def throughput(*, campaign: Campaign) -> dict:
         result["approved"].append(per_approved[bucket])
         result["total_submitted"].append(total_s)
         result["total_approved"].append(total_a)
+    return result
+
+
+def spend_over_time(*, campaign: Campaign) -> dict:
+    """The campaign's spend so far over time, against its budget, in cents with the platform fee: rewards
+    of approved and pending (submitted, undecided) assignments at their submission, bonuses (but those MTurk
+    refused) when given; per hour, or per day when it spans more than two days. The last point is
+    annotator.selectors.spend.campaign_spend's total (up to the rounding of the fee per bucket: none, the
+    fee is applied to the running total). `budget` is None without a cap."""
+    submitted = list(
+        Assignment.objects.filter(
+            hit__campaign=campaign,
+            submitted_at__isnull=False,
+            status__in=[AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED],
+        ).values_list("submitted_at", flat=True)
+    )
+    given = Bonus.objects.filter(campaign=campaign).exclude(status=PayoutStatus.FAILED)
+    bonuses = list(given.values_list("created_at", "amount_cents"))
+    empty = {"unit": "hour", "labels": [], "spent": [], "budget": campaign.budget_cents}
+    moments = submitted + [at for at, _ in bonuses]
+    if not moments:
+        return empty
+    unit = "day" if max(moments) - min(moments) > HOURLY_SPAN else "hour"
+    step = timedelta(days=1) if unit == "day" else timedelta(hours=1)
+    cents = Counter()
+    for at in submitted:
+        cents[_floor(at, unit)] += campaign.reward_cents
+    for at, amount in bonuses:
+        cents[_floor(at, unit)] += amount
+    # From the bucket before the first spend (nothing spent yet), so even one bucket of spend draws a line.
+    bucket, last = _floor(min(moments), unit) - step, _floor(max(moments), unit)
+    fmt = "%Y-%m-%d" if unit == "day" else "%Y-%m-%d %H:00"
+    result = {**empty, "unit": unit}
+    running = 0
+    while bucket <= last:
+        running += cents[bucket]
+        result["labels"].append(bucket.strftime(fmt) + " UTC")
+        result["spent"].append(round(running * (1 + campaign.platform_fee_percent / 100.0)))
+        bucket += step
     return result
 
 

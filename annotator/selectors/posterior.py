@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
+from django.conf import settings
 from django.db.models import Q
 
 from annotator.analysis.posterior import PosteriorFit, PosteriorPrior, fit_posterior
-from annotator.models import Answer, AssignmentStatus, Campaign, HitItem, ItemRole, PairSource, Scale
+from annotator.models import Answer, AssignmentStatus, Campaign, HitItem, ItemRole, Pair, PairSource, Scale
 
 GOLD_TRUTH = {ItemRole.GOLD_POSITIVE: True, ItemRole.GOLD_NEGATIVE: False}
 SIMILARITY_POSITIVE_AT = 3.0
@@ -40,14 +41,18 @@ def working_answers() -> Q:
 
 def machine_features(*, campaign: Campaign, pair_ids=None) -> dict[int, np.ndarray]:
     """Per pair, for each of the campaign's runs: proposed (0/1), 1/rank and the score standardised within
-    the run (0 when the run did not propose the pair). The machine prior's logistic model reads these."""
+    the run (0 when the run did not propose the pair); then how many runs proposed it and whether it is one
+    of the dataset's own (original) pairs. The machine prior's logistic model reads these."""
     run_ids = sorted(campaign.runs.values_list("pk", flat=True))
     if not run_ids:
         return {}
     column = {run: k for k, run in enumerate(run_ids)}
+    width = 3 * len(run_ids) + 2
     rows = PairSource.objects.filter(pair__campaign=campaign, run_id__in=run_ids)
+    pairs = Pair.objects.filter(campaign=campaign)
     if pair_ids is not None:
         rows = rows.filter(pair_id__in=list(pair_ids))
+        pairs = pairs.filter(pk__in=list(pair_ids))
     best: dict[tuple[int, int], tuple[int, float]] = {}
     for pair_id, run_id, rank, score in rows.values_list("pair_id", "run_id", "rank", "score"):
         key = (pair_id, run_id)
@@ -59,11 +64,24 @@ def machine_features(*, campaign: Campaign, pair_ids=None) -> dict[int, np.ndarr
     stats = {run: (float(np.mean(v)), float(np.std(v)) or 1.0) for run, v in scores.items()}
     features: dict[int, np.ndarray] = {}
     for (pair_id, run_id), (rank, score) in best.items():
-        vector = features.setdefault(pair_id, np.zeros(3 * len(run_ids)))
+        vector = features.setdefault(pair_id, np.zeros(width))
         k = 3 * column[run_id]
         mean, std = stats[run_id]
         vector[k : k + 3] = (1.0, 1.0 / max(rank, 1), (score - mean) / std)
+        vector[-2] += 1.0
+    for pair_id in pairs.filter(is_original=True).values_list("pk", flat=True):
+        features.setdefault(pair_id, np.zeros(width))[-1] = 1.0
     return features
+
+
+def label_prior(*, check: bool = False) -> PosteriorPrior:
+    """The model's priors from the settings: QUALITY_POSTERIOR_WORKER_ACCURACY and _STRENGTH for labels and
+    settling; with `check`, QUALITY_POSTERIOR_CHECK_ACCURACY (the crowd check before approval)."""
+    name = "QUALITY_POSTERIOR_CHECK_ACCURACY" if check else "QUALITY_POSTERIOR_WORKER_ACCURACY"
+    return PosteriorPrior(
+        worker_accuracy=float(getattr(settings, name, 0.8)),
+        worker_strength=float(getattr(settings, "QUALITY_POSTERIOR_WORKER_STRENGTH", 10.0)),
+    )
 
 
 def campaign_posterior(*, campaign: Campaign, approved_only: bool, prior: PosteriorPrior | None = None) -> PosteriorFit:
@@ -104,5 +122,5 @@ def campaign_posterior(*, campaign: Campaign, approved_only: bool, prior: Poster
         verdicts=verdicts,
         known=known,
         features=features,
-        prior=prior or PosteriorPrior(),
+        prior=prior or label_prior(),
     )

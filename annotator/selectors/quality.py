@@ -48,14 +48,24 @@ def review_queue(*, campaign: Campaign) -> QuerySet:
     )
 
 
+def review_awaiting_auto_approval(*, campaign: Campaign) -> QuerySet:
+    """Submitted, scored, unflagged assignments that approve themselves unless the requester decides first,
+    oldest first (the requester may open one and approve or reject it now)."""
+    return (
+        Assignment.objects.filter(
+            hit__campaign=campaign, status=AssignmentStatus.SUBMITTED, scored_at__isnull=False, flags=[]
+        )
+        .select_related("worker", "hit")
+        .order_by("submitted_at", "pk")
+    )
+
+
 def review_counts(*, campaign: Campaign) -> dict:
     """How many assignments wait for review, for auto-approval, and how many were decided."""
     qs = Assignment.objects.filter(hit__campaign=campaign)
     return {
         "flagged": review_queue(campaign=campaign).count(),
-        "awaiting_auto_approval": qs.filter(
-            status=AssignmentStatus.SUBMITTED, flags=[], scored_at__isnull=False
-        ).count(),
+        "awaiting_auto_approval": review_awaiting_auto_approval(campaign=campaign).count(),
         "unscored": qs.filter(status=AssignmentStatus.SUBMITTED, scored_at__isnull=True).count(),
         "approved": qs.filter(status=AssignmentStatus.APPROVED).count(),
         "rejected": qs.filter(status=AssignmentStatus.REJECTED).count(),

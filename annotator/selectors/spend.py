@@ -4,7 +4,7 @@ campaign has one."""
 
 from __future__ import annotations
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 
 from annotator.models import Assignment, AssignmentStatus, Bonus, Campaign, PayoutStatus
 
@@ -48,6 +48,16 @@ def campaign_spend(*, campaign: Campaign) -> dict:
         "budget_left_cents": None if budget is None else budget - total,
         "budget_reached": budget is not None and total + next_assignment > budget,
     }
+
+
+def bonuses_failed(*, campaigns) -> QuerySet[Bonus]:
+    """The bonuses MTurk did not accept in `campaigns` (a queryset the caller scoped to the person, e.g.
+    annotator.access.campaigns_managed_by), newest first, with their worker, assignment and campaign."""
+    return (
+        Bonus.objects.filter(campaign__in=campaigns, status=PayoutStatus.FAILED)
+        .select_related("campaign", "worker", "assignment")
+        .order_by("-created_at", "-id")
+    )
 
 
 def worker_bonuses_and_messages(*, worker, limit: int = 20) -> dict:

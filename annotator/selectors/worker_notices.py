@@ -104,5 +104,5 @@ def campaign_pay_estimate(*, campaign: Campaign) -> dict:
         "seconds_per_item": round(per_item, 1),
         "minutes": max(1, round(minutes)),
         "hourly_cents": round(campaign.reward_cents * 3600.0 / per_hit_seconds),
-        "hourly": f"${campaign.reward_cents * 36.0 / per_hit_seconds:.2f}",
+        "hourly": f"${campaign.reward_cents * 36.0 / per_hit_seconds:,.2f}",
     }

@@ -22,6 +22,13 @@ def campaign_charts(campaign):
     }
 
 
+@register.inclusion_tag("charts/_spend.html")
+def spend_chart(campaign):
+    """Spend so far over time against the budget, on the campaign page's money section."""
+    spend = charts.spend_over_time(campaign=campaign)
+    return {"spend": spend, "spend_rows": list(zip(spend["labels"], spend["spent"], strict=True))}
+
+
 @register.inclusion_tag("charts/_workers.html")
 def worker_chart(per_worker):
     """Approval rate and gold accuracy per worker with their intervals (rows of campaign_quality)."""

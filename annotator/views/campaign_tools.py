@@ -66,7 +66,7 @@ def campaign_preview(request, campaign_id: int):
     if hit is None:
         raise ApplicationError("This campaign has no such HIT; build it first.", status=404)
     items = work_selectors.hit_items_for_worker(hit=hit)
-    context = _hit_context(campaign=campaign, items=items, answers={}, mode="preview")
+    context = _hit_context(campaign=campaign, items=items, answers={}, mode="preview", stage=hit.stage)
     context["preview_notice"] = PREVIEW_NOTICE
     return render(request, "work/hit.html", context)
 

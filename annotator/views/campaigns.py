@@ -4,6 +4,8 @@ Requester-only; a requester sees only their own campaigns: any other id is
 a 404. Every state change is a POST with CSRF that calls a service; service errors render as a 4xx page.
 """
 
+from decimal import Decimal, InvalidOperation
+
 from django import forms
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -12,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from annotator.access import campaigns_managed_by
 from annotator.errors import ApplicationError
 from annotator.jobs import job_stalled, job_view
 from annotator.models import Campaign, CampaignStatus, Dataset, DatasetStatus, RankingRun, Role
@@ -25,7 +28,7 @@ from annotator.selectors.campaigns import (
 from annotator.selectors.gold_exposure import gold_exposure_summary, qualification_pool_summary
 from annotator.selectors.listing import CAMPAIGN_SORTS, PAGE_SIZE, campaign_filter_read, campaign_list_filtered
 from annotator.selectors.operations import late_unscored_by_campaign
-from annotator.selectors.spend import campaign_spend
+from annotator.selectors.spend import bonuses_failed, campaign_spend
 from annotator.services.campaigns.build import campaign_add_run, campaign_build_request
 from annotator.services.campaigns.lifecycle import (
     campaign_create,
@@ -36,10 +39,22 @@ from annotator.services.campaigns.lifecycle import (
 )
 from annotator.services.campaigns.options import OPTION_FIELDS
 from annotator.services.operations.sweep import stale_times
+from annotator.services.quality.policy import campaign_policy_update
 from annotator.views.access import role_required
 
 FIELDSETS = [
-    ("What to verify", ["name", "dataset", "runs", "direction", "scale", "rationale_followups"]),
+    (
+        "What to verify",
+        [
+            "name",
+            "dataset",
+            "runs",
+            "direction",
+            "scale",
+            "rationale_followups",
+            "stage2_rationale_followups",
+        ],
+    ),
     (
         "Which queries and candidates",
         [
@@ -103,7 +118,10 @@ DEFAULTED = (
 HELP = {
     "direction": "Both = ECCV's two stages: image-to-caption HITs first, then caption-to-image HITs.",
     "scale": "Caption-caption and image-image campaigns use the 0-5 similarity scale.",
-    "rationale_followups": "Ask why for 'Partially YES' and 'Mostly NO' (four-choice scale only).",
+    "rationale_followups": "Ask why for 'Partially YES' and 'Mostly NO' (four-choice scale only); for `both`, "
+    "in the first (image-to-caption) stage.",
+    "stage2_rationale_followups": "`both` only: ask why in the second (caption-to-image) stage too. ECCV Caption "
+    "asks it without.",
     "sample_count": "Queries drawn per stage with the seed; leave both empty to take every query.",
     "sample_fraction": "Between 0 and 1, instead of a count.",
     "seed": "The same seed and options build the same HITs.",
@@ -166,6 +184,8 @@ class CampaignForm(forms.ModelForm):
         for name in DEFAULTED:
             self.fields[name].required = False
         self.fields["adaptive_redundancy"].label = "Follow-up HITs for unsettled pairs"
+        self.fields["rationale_followups"].label = "Rationale follow-ups"
+        self.fields["stage2_rationale_followups"].label = "Rationale follow-ups in the second stage"
         self.order_fields([name for _title, names in FIELDSETS for name in names])
 
     def clean(self):
@@ -223,6 +243,10 @@ def campaign_new(request):
 @role_required(Role.REQUESTER)
 def campaign_detail(request, campaign_id: int):
     campaign = campaign_get_managed(user=request.user, campaign_id=campaign_id)
+    return render(request, "campaigns/detail.html", _detail_context(request, campaign))
+
+
+def _detail_context(request, campaign: Campaign, **extra) -> dict:
     stats = campaign_overview(campaign=campaign)
     runs = list(campaign.runs.select_related("annotator").order_by("pk"))
     addable = runs_available(dataset=campaign.dataset).exclude(pk__in=[r.pk for r in runs])
@@ -265,9 +289,52 @@ def campaign_detail(request, campaign_id: int):
             "pause": campaign.status == CampaignStatus.LIVE,
             "resume": campaign.status == CampaignStatus.PAUSED,
             "finish": campaign.status in (CampaignStatus.LIVE, CampaignStatus.PAUSED),
+            "budget": campaign.status in (CampaignStatus.BUILT, CampaignStatus.LIVE, CampaignStatus.PAUSED),
         },
+        "failed_bonuses": bonuses_failed(campaigns=campaigns_managed_by(request.user).filter(pk=campaign.pk)).count(),
+        "budget_value": "" if campaign.budget_cents is None else f"{campaign.budget_cents / 100:.2f}",
     }
-    return render(request, "campaigns/detail.html", context)
+    return {**context, **extra}
+
+
+def _budget_cents(text: str) -> int | None:
+    """'2,500' or '$2500.00' -> 250000; empty -> None (no cap); anything else is a 400 with a message."""
+    text = (text or "").strip().lstrip("$").replace(",", "")
+    if not text:
+        return None
+    try:
+        amount = Decimal(text)
+        whole_cents = amount.is_finite() and amount == amount.quantize(Decimal("0.01"))
+    except InvalidOperation:
+        whole_cents = False
+    if not whole_cents or amount <= 0:
+        raise ApplicationError("Give the budget in dollars and cents, such as 2500 or 2,500.00, or leave it empty.")
+    if amount > MAX_BUDGET_DOLLARS:
+        raise ApplicationError(f"A budget is at most ${MAX_BUDGET_DOLLARS:,}.")
+    return int(amount * 100)
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+def campaign_budget(request, campaign_id: int):
+    """Change the budget cap through the policy service (annotator.services.quality.policy); an error shows
+    in the form on the campaign page (4xx) with what was typed."""
+    campaign = campaign_get_managed(user=request.user, campaign_id=campaign_id)
+    typed = request.POST.get("budget", "")
+    try:
+        if campaign.status not in (CampaignStatus.BUILT, CampaignStatus.LIVE, CampaignStatus.PAUSED):
+            raise ApplicationError(f"The budget of a {campaign.status} campaign cannot change.", status=409)
+        updated = campaign_policy_update(campaign=campaign, actor=request.user, budget_cents=_budget_cents(typed))
+    except ApplicationError as error:
+        context = _detail_context(request, campaign, budget_error=error.message, budget_value=typed)
+        return render(request, "campaigns/detail.html", context, status=error.status)
+    if updated.budget_cents is None:
+        messages.success(request, "The budget cap is removed.")
+    else:
+        messages.success(request, f"The budget is now ${updated.budget_cents / 100:,.2f}.")
+    if updated.status == CampaignStatus.PAUSED and not campaign_spend(campaign=updated)["budget_reached"]:
+        messages.info(request, "The budget has room again: resume the campaign when you are ready.")
+    return redirect("campaign-detail", campaign_id=campaign.pk)
 
 
 ACTIONS = {
@@ -279,6 +346,7 @@ ACTIONS = {
 
 
 CONFIRMED_ACTIONS = ("launch", "finish")
+MAX_BUDGET_DOLLARS = 10_000_000
 
 
 @require_GET
@@ -348,5 +416,6 @@ urlpatterns = [
     path("campaigns/<int:campaign_id>/", campaign_detail, name="campaign-detail"),
     path("campaigns/<int:campaign_id>/runs/", campaign_run_add, name="campaign-run-add"),
     path("campaigns/<int:campaign_id>/confirm/<str:action>/", campaign_confirm, name="campaign-confirm"),
+    path("campaigns/<int:campaign_id>/budget/", campaign_budget, name="campaign-budget"),
     path("campaigns/<int:campaign_id>/<str:action>/", campaign_action, name="campaign-action"),
 ]

@@ -1,4 +1,5 @@
-"""Requester forms on an assignment's review page: a bonus for the worker, a message to them.
+"""Requester forms on an assignment's review page: a bonus for the worker, a message to them; the bonuses
+MTurk did not accept, with Retry.
 
 Requester-only; an assignment of another requester's campaign is a 404 (annotator.access). Service errors
 render as 4xx pages with the service's message.
@@ -7,15 +8,17 @@ render as 4xx pages with the service's message.
 from decimal import Decimal, InvalidOperation
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import Http404
-from django.shortcuts import redirect
-from django.urls import path
-from django.views.decorators.http import require_POST
+from django.shortcuts import redirect, render
+from django.urls import path, reverse
+from django.views.decorators.http import require_GET, require_POST
 
 from annotator.access import campaigns_managed_by
 from annotator.errors import ApplicationError
-from annotator.models import Assignment, Role
-from annotator.services.money.bonuses import bonus_give, worker_message_send
+from annotator.models import Assignment, Bonus, Role
+from annotator.selectors.spend import bonuses_failed
+from annotator.services.money.bonuses import bonus_give, bonus_retry, worker_message_send
 from annotator.views.access import role_required
 
 
@@ -69,7 +72,46 @@ def worker_message_view(request, assignment_id: int):
     return redirect("review-assignment", assignment_id=assignment.pk)
 
 
+FAILED_PAGE_SIZE = 50
+
+
+@require_GET
+@role_required(Role.REQUESTER)
+def bonuses_failed_page(request):
+    """The bonuses MTurk did not accept on the requester's campaigns (`?campaign=` narrows to one), each with
+    MTurk's error and a Retry button."""
+    campaigns = campaigns_managed_by(request.user)
+    campaign = None
+    chosen = request.GET.get("campaign", "")
+    if chosen:
+        campaign = campaigns.filter(pk=int(chosen)).first() if chosen.isdigit() else None
+        if campaign is None:
+            raise Http404("No such campaign.")
+        campaigns = campaigns.filter(pk=campaign.pk)
+    page = Paginator(bonuses_failed(campaigns=campaigns), FAILED_PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"page": page, "bonuses": page.object_list, "campaign": campaign}
+    return render(request, "money/bonuses_failed.html", context)
+
+
+@require_POST
+@role_required(Role.REQUESTER)
+def bonus_retry_view(request, bonus_id: int):
+    """Send a failed bonus to MTurk again (annotator.services.money.bonuses.bonus_retry)."""
+    bonus = Bonus.objects.select_related("worker").filter(pk=bonus_id).first()
+    if bonus is None or not campaigns_managed_by(request.user).filter(pk=bonus.campaign_id).exists():
+        raise Http404("No such bonus.")
+    bonus = bonus_retry(bonus=bonus)
+    amount = f"${bonus.amount_cents / 100:,.2f}"
+    messages.success(request, f"The bonus of {amount} to {bonus.worker.pseudonym} is being sent to MTurk again.")
+    target = reverse("bonuses-failed")
+    if request.POST.get("campaign", "").isdigit():
+        target += f"?campaign={request.POST['campaign']}"
+    return redirect(target)
+
+
 urlpatterns = [
+    path("money/bonuses/failed/", bonuses_failed_page, name="bonuses-failed"),
+    path("money/bonuses/<int:bonus_id>/retry", bonus_retry_view, name="bonus-retry"),
     path("review/assignments/<int:assignment_id>/bonus", bonus_give_view, name="bonus-give"),
     path("review/assignments/<int:assignment_id>/message", worker_message_view, name="worker-message"),
 ]

@@ -15,12 +15,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotator.access import campaigns_managed_by
 from annotator.errors import ApplicationError
-from annotator.models import FLAG_LABELS, Assignment, CleanupProposal, ExternalDecision, Role, Worker
+from annotator.models import FLAG_LABELS, LABEL_MODELS, Assignment, CleanupProposal, ExternalDecision, Role, Worker
 from annotator.queue import enqueue_on_commit
 from annotator.selectors.external_decisions import external_decisions_failed, external_decisions_unsent_count
 from annotator.selectors.quality import (
     assignment_review_detail,
     campaign_quality,
+    review_awaiting_auto_approval,
     review_counts,
     review_queue,
 )
@@ -29,10 +30,10 @@ from annotator.services.quality.decisions import (
     assignment_approve,
     assignment_reject,
     assignments_bulk_decide,
-    campaign_quality_policy_update,
 )
 from annotator.services.quality.external_decisions import external_decision_retry
 from annotator.services.quality.peers import assignment_peer_agreement
+from annotator.services.quality.policy import campaign_policy_update
 from annotator.services.quality.trust import worker_block, worker_standing, worker_trust, worker_unblock
 from annotator.views.access import role_required
 
@@ -71,6 +72,7 @@ def review_queue_page(request, campaign_id: int):
         {
             "campaign": campaign,
             "rows": rows,
+            "awaiting": review_awaiting_auto_approval(campaign=campaign)[:QUEUE_PAGE_SIZE],
             "counts": review_counts(campaign=campaign),
             "limit": QUEUE_PAGE_SIZE,
             "failed_decisions": external_decisions_failed(campaign=campaign)[:QUEUE_PAGE_SIZE],
@@ -160,18 +162,39 @@ def mturk_decision_retry(request, decision_id: int):
 @role_required(Role.REQUESTER)
 def quality_page(request, campaign_id: int):
     campaign = _campaign(request, campaign_id)
-    return render(request, "review/quality.html", {"campaign": campaign, "q": campaign_quality(campaign=campaign)})
+    return render(
+        request,
+        "review/quality.html",
+        {"campaign": campaign, "q": campaign_quality(campaign=campaign), "label_models": LABEL_MODELS},
+    )
 
 
 @require_POST
 @role_required(Role.REQUESTER)
 def quality_policy(request, campaign_id: int):
+    """The Quality page's policy form: the same service as PATCH /api/v1/campaigns/{id}/policy/. Only the
+    fields the form sends are changed (a checkbox form sends its hidden "present" marker)."""
     campaign = _campaign(request, campaign_id)
-    campaign_quality_policy_update(
-        campaign=campaign, actor=request.user, tolerated_gold_misses=request.POST.get("tolerated_gold_misses", "")
-    )
+    changes = {}
+    for name in POLICY_NUMBERS:
+        raw = request.POST.get(name)
+        if raw is None:
+            continue
+        try:
+            changes[name] = float(raw) if name == "settle_probability" else int(raw)
+        except ValueError:
+            raise ApplicationError(f"{name.replace('_', ' ').capitalize()} must be a number.") from None
+    if "label_model" in request.POST:
+        changes["label_model"] = request.POST["label_model"]
+    if request.POST.get("switches") == "1":
+        for name in ("machine_prior", "adaptive_redundancy"):
+            changes[name] = request.POST.get(name) == "on"
+    campaign_policy_update(campaign=campaign, actor=request.user, **changes)
     messages.success(request, "Quality policy saved; it applies to work scored from now on.")
     return redirect("review-quality", campaign_id=campaign.pk)
+
+
+POLICY_NUMBERS = ("tolerated_gold_misses", "settle_probability", "settle_min_answers", "max_answers_per_pair")
 
 
 @require_POST

@@ -301,10 +301,10 @@ def work_qualification(request, campaign_id: int):
 # ---- the HIT page -----------------------------------------------------------------------------
 
 
-def _scale_context(campaign: Campaign) -> dict:
+def _scale_context(campaign: Campaign, stage: str | None = None) -> dict:
     return {
         "similarity": campaign.scale == Scale.SIMILARITY,
-        "followups": scales.hit_rules(campaign=campaign)["followups"],
+        "followups": scales.hit_rules(campaign=campaign, stage=stage)["followups"],
         "choices": [
             {"value": value, "label": label, "key": number}
             for number, (value, label) in enumerate(Choice.choices, start=1)
@@ -314,9 +314,10 @@ def _scale_context(campaign: Campaign) -> dict:
     }
 
 
-def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: str) -> dict:
-    scale = _scale_context(campaign)
-    rules = scales.hit_rules(campaign=campaign)
+def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: str, stage: str | None = None) -> dict:
+    """The HIT page of a HIT of `stage` (its follow-ups are the stage's: annotator.scales.followups_asked)."""
+    scale = _scale_context(campaign, stage)
+    rules = scales.hit_rules(campaign=campaign, stage=stage)
     rows = []
     for item in items:
         saved = answers.get(item["token"], {})
@@ -348,7 +349,7 @@ def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: 
         "wording": similarity_wording(items[0]["kind"] if items else "image_caption"),
         "total": len(rows),
         "hit_rules": rules,
-        **_scale_context(campaign),
+        **scale,
     }
 
 
@@ -360,7 +361,13 @@ def work_hit(request, assignment_id: int):
     items = work_selectors.hit_items_for_worker(hit=assignment.hit)
     answers = work_selectors.assignment_answers_for_worker(assignment=assignment)
     editable = assignment.status == AssignmentStatus.RESERVED and not assignment_is_expired(assignment)
-    context = _hit_context(campaign=campaign, items=items, answers=answers, mode="edit" if editable else "view")
+    context = _hit_context(
+        campaign=campaign,
+        items=items,
+        answers=answers,
+        mode="edit" if editable else "view",
+        stage=assignment.hit.stage,
+    )
     context.update(
         assignment=assignment,
         expired=assignment_is_expired(assignment),
@@ -412,7 +419,8 @@ def work_answer(request, assignment_id: int):
         comment=body.get("comment") if isinstance(body.get("comment"), str) else "",
         seconds_spent=body.get("seconds_spent"),
     )
-    missing = answer_services.answer_missing(campaign=answer.assignment.hit.campaign, answer=answer)
+    hit = answer.assignment.hit
+    missing = answer_services.answer_missing(campaign=hit.campaign, answer=answer, stage=hit.stage)
     return JsonResponse({"saved": True, "complete": missing is None, "missing": missing})
 
 
@@ -549,7 +557,7 @@ def mturk_arrival(request):
     if not assignment_id or assignment_id == MTURK_PREVIEW_ID:
         # Instructions only: anyone can preview every HIT, and items met in two previews would mark
         # themselves as gold. The items come after the worker accepts.
-        context = _hit_context(campaign=hit.campaign, items=[], answers={}, mode="preview")
+        context = _hit_context(campaign=hit.campaign, items=[], answers={}, mode="preview", stage=hit.stage)
         return render(request, "work/hit.html", context)
     submit_to = _valid_turk_submit_to(request.GET.get("turkSubmitTo", ""))
     worker_id = request.GET.get("workerId", "").strip()

@@ -67,6 +67,24 @@
         }
       };
     },
+    // Spend in all over time (cents), with the budget as a flat dashed line when the campaign has one.
+    spend: function (d) {
+      var dollars = function (cents) { return cents === null ? null : cents / 100; };
+      var datasets = [
+        { label: "Spent in all", data: d.spent.map(dollars), borderColor: COLOURS[0], backgroundColor: COLOURS[0], borderWidth: 2, stepped: true }
+      ];
+      if (d.budget !== null && d.budget !== undefined) {
+        datasets.push({ label: "Budget", data: d.labels.map(function () { return dollars(d.budget); }), borderColor: COLOURS[3], backgroundColor: COLOURS[3], borderDash: [6, 4], borderWidth: 2, pointRadius: 0 });
+      }
+      return {
+        type: "line",
+        data: { labels: d.labels, datasets: datasets },
+        options: {
+          scales: { y: { beginAtZero: true, title: { display: true, text: "US dollars" }, ticks: { callback: function (v) { return "$" + v.toLocaleString(); } } } },
+          plugins: { tooltip: { callbacks: { label: function (c) { return c.dataset.label + ": $" + c.parsed.y.toFixed(2); } } } }
+        }
+      };
+    },
     // A histogram of seconds per item.
     histogram: function (d) {
       return {

@@ -122,6 +122,7 @@
     doneNode.textContent = String(done);
     bar.style.width = (100 * done / items.length) + "%";
     submitButton.disabled = done < items.length;
+    missingNode.classList.toggle("complete", !gaps.length);  // green, not the red of a gap
     missingNode.textContent = gaps.length ? "Still missing - " + gaps.slice(0, 4).join("; ") + (gaps.length > 4 ? " and " + (gaps.length - 4) + " more" : "") + "." : "Everything is answered: you can submit.";
   }
 
@@ -323,10 +324,12 @@
     if (submitTries > 8) {
       submitButton.disabled = false;
       submitButton.textContent = "Submit HIT";
+      missingNode.classList.remove("complete");
       missingNode.textContent = text + " Your answers are saved as you go; try again in a moment.";
       return;
     }
     const ms = wait || Math.min(30000, 1000 * Math.pow(2, submitTries));
+    missingNode.classList.remove("complete");
     missingNode.textContent = text + " Trying again in " + Math.round(ms / 1000) + " s\u2026";
     setTimeout(sendSubmit, ms);
   }
@@ -359,6 +362,7 @@
         }
         submitButton.disabled = false;
         submitButton.textContent = "Submit HIT";
+        missingNode.classList.remove("complete");
         missingNode.textContent = body.error || "The server could not take the HIT; try again.";
       });
     }).catch(function () {
@@ -377,6 +381,7 @@
   function checkLease() {
     const minutes = Math.floor((expiresAt - Date.now()) / 60000);
     if (minutes < 0) {
+      missingNode.classList.remove("complete");
       missingNode.textContent = "Your lease on this HIT has expired; reload the page.";
       submitButton.disabled = true;
     } else if (minutes < 5) {

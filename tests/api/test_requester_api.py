@@ -209,3 +209,15 @@ def test_annotator_registration_and_ranking_run_through_the_api(world):
     assert cancelled.json()["status"] == "cancelled"
     clash = client.post("/api/v1/annotators/", {"name": "lexical", "kind": "minilm_pivot"}, format="json")
     assert clash.status_code == 409 and "already exists" in clash.json()["error"]
+
+
+def test_policy_patch_goes_through_the_one_policy_service(world):
+    client = world.client("requester")
+    url = f"/api/v1/campaigns/{world.campaign.pk}/policy/"
+    response = client.patch(url, {"settle_probability": 0.9, "max_answers_per_pair": 4}, format="json")
+    assert response.status_code == 200, response.content
+    world.campaign.refresh_from_db()
+    assert (world.campaign.settle_probability, world.campaign.max_answers_per_pair) == (0.9, 4)
+    refused = client.patch(url, {"settle_min_answers": 5}, format="json")
+    assert refused.status_code == 400 and "max_answers_per_pair" in refused.content.decode()
+    assert world.client("other_requester").patch(url, {"settle_probability": 0.8}, format="json").status_code == 404

@@ -43,3 +43,29 @@ def wait_until(page, expression: str, *, timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for: {expression}")
         page.wait_for_timeout(50)
+
+
+AXE_SOURCE = Path(__file__).resolve().parent / "vendor" / "axe.min.js"
+AXE_RUN = """async () => {
+  const result = await axe.run(document, {resultTypes: ['violations']});
+  return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.slice(0, 5).map(n => n.target.join(' '))}));
+}"""
+
+
+def axe_violations(page) -> list[dict]:
+    """axe-core's serious and critical violations on the page as it is now (minor and moderate ones aside).
+
+    axe is put into the page through the DevTools protocol (page.evaluate), which the page's
+    Content-Security-Policy does not govern, so the product's pages are checked under their real policy."""
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.evaluate(AXE_SOURCE.read_text())
+    return [v for v in page.evaluate(AXE_RUN) if v["impact"] in ("serious", "critical")]
+
+
+def assert_accessible(page) -> None:
+    """Fail with axe's findings when the page has a serious or critical accessibility violation."""
+    found = axe_violations(page)
+    assert not found, f"axe-core on {page.url}:\n" + "\n".join(
+        f"  {v['impact']} {v['id']}: {v['help']} at {', '.join(v['nodes'])}" for v in found
+    )

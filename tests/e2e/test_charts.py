@@ -69,7 +69,7 @@ def test_campaign_and_quality_pages_draw_their_charts(live_server, browser):
     page.on("pageerror", lambda error: problems.append(str(error)))
 
     page.goto(f"{live_server.url}/campaigns/{campaign.pk}/")
-    assert page.locator("[data-chart]").count() == 2
+    assert page.locator("[data-chart]").count() == 3  # spend over time, throughput, time per item
     wait_until(page, DRAWN)
     wait_until(page, PAINTED)
     page.locator("#throughput-heading").scroll_into_view_if_needed()

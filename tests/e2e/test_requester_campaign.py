@@ -48,6 +48,7 @@ def test_requester_creates_builds_and_launches_a_campaign(live_server, browser):
 
     page.get_by_role("button", name="Build HITs").click()
     page.wait_for_load_state()
+    page.locator("#stat-hits").wait_for(timeout=60_000)  # built in a thread of the server; the page follows it
     campaign = Campaign.objects.get(name="Verify coco-mini")
     hits = campaign.hits.count()
     assert campaign.status == CampaignStatus.BUILT and hits > 0
@@ -85,7 +86,7 @@ def test_a_queued_build_shows_building_and_the_page_refreshes_itself_until_built
     from annotator.services.campaigns.lifecycle import campaign_create
 
     queued = []
-    monkeypatch.setattr(services, "enqueue_on_commit", lambda name, *args: queued.append((name, *args)))
+    monkeypatch.setattr(services, "enqueue_long_on_commit", lambda name, *args: queued.append((name, *args)))
     requester = user_with_role(Role.REQUESTER, username="req-e2e-queued")
     dataset = make_dataset(images=30, name="coco-queued")
     runs = [add_run(dataset=dataset, name=f"queued-model-{i}", seed=i, directions=("i2t",)) for i in range(2)]

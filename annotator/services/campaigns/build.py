@@ -33,7 +33,7 @@ from annotator.models import (
     Sampling,
 )
 from annotator.models.state import check_transition
-from annotator.queue import enqueue_on_commit
+from annotator.queue import enqueue_long_on_commit
 from annotator.selectors.campaigns import campaign_statistics
 from annotator.services.campaigns.extend import campaign_extend
 from annotator.services.campaigns.lifecycle import campaign_lock
@@ -200,7 +200,8 @@ def campaign_build_request(*, campaign: Campaign) -> Campaign:
     options and runs have not changed: returned unchanged, nothing queued. A build queued more than
     annotator.jobs.BUILD_STALE_AFTER ago that no worker holds (its worker died, the task was lost) is queued again; a
     duplicate that arrives late does nothing (campaign_build_run). Returns the campaign as it is
-    then (already built, or failed, when Celery runs eagerly, the embedded default).
+    then (already built, or failed, when Celery runs eagerly outside a request; a request's build goes on
+    in the background, annotator.queue.enqueue_long_on_commit).
     """
     with transaction.atomic():
         campaign = _lock_unless_building(campaign)
@@ -212,7 +213,7 @@ def campaign_build_request(*, campaign: Campaign) -> Campaign:
         campaign.build_requested_at = timezone.now()
         campaign.save(update_fields=["status", "build_error", "build_requested_at"])
     try:
-        enqueue_on_commit(CAMPAIGN_BUILD_TASK, campaign.pk)  # after the block: sent now, outside a transaction
+        enqueue_long_on_commit(CAMPAIGN_BUILD_TASK, campaign.pk)  # after the block: sent now, outside a transaction
     except Exception as exc:  # a broker that is down
         logger.exception("could not queue the build of campaign %s", campaign.pk)
         _build_failed(campaign_id=campaign.pk, message=f"The build could not be queued: {exc}")

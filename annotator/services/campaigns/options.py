@@ -16,6 +16,7 @@ OPTION_FIELDS = (
     "direction",
     "scale",
     "rationale_followups",
+    "stage2_rationale_followups",
     "sample_count",
     "sample_fraction",
     "seed",
@@ -104,6 +105,8 @@ def check_options(*, campaign: Campaign, runs: list[RankingRun]) -> None:
         errors.append("The pooling depth must be at least 1.")
     if campaign.gold_exclusion_depth < campaign.pool_depth:
         errors.append("The gold-negative exclusion depth must be at least the pooling depth.")
+    if campaign.stage2_rationale_followups and campaign.direction != CampaignDirection.BOTH:
+        errors.append("Follow-ups in the second stage are for `both` campaigns; the others have one stage.")
     if campaign.hit_size > MAX_HIT_SIZE:
         errors.append(f"A HIT holds at most {MAX_HIT_SIZE} items.")
     if campaign.gold_reuse_limit < 1:

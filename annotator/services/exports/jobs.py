@@ -17,7 +17,7 @@ from django.utils import timezone
 from annotator.errors import ApplicationError
 from annotator.jobs import job_move, job_requeue, job_stalled
 from annotator.models import Campaign, ExportFormat, ExportJob, ExportStatus, ExportVariant, Scale
-from annotator.queue import enqueue_on_commit
+from annotator.queue import enqueue_long_on_commit
 from annotator.selectors.research import label_method_resolve
 from annotator.services.exports.write import labels_write
 from annotator.services.webhooks.delivery import webhook_emit
@@ -68,7 +68,7 @@ def export_create(
         )
         job.full_clean()
         job.save()
-        enqueue_on_commit(EXPORT_TASK, job.pk)
+        enqueue_long_on_commit(EXPORT_TASK, job.pk)
     return job
 
 

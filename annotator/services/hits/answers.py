@@ -38,13 +38,15 @@ MAX_SECONDS_PER_ITEM = 24 * 3600.0
 def _clean_answer(
     *,
     campaign: Campaign,
+    stage: str | None = None,
     choice: str | None,
     score,
     shortcomings: Iterable[str] | None,
     wrong_aspects: Iterable[str] | None,
     comment: str | None,
 ) -> dict:
-    """Validate one (possibly partial) answer and drop follow-ups that no longer apply."""
+    """Validate one (possibly partial) answer and drop follow-ups that no longer apply (or that the HIT's
+    `stage` does not ask: the second stage of a `both` campaign has its own switch)."""
     choice = (choice or "").strip()
     shortcomings = list(dict.fromkeys(shortcomings or []))
     wrong_aspects = list(dict.fromkeys(wrong_aspects or []))
@@ -70,7 +72,8 @@ def _clean_answer(
     bad = [value for value in wrong_aspects if value not in WrongAspect.values]
     if bad:
         raise ApplicationError(f"Unknown aspect {bad[0]!r}.")
-    reasons, aspects = answer_followups(rules=hit_rules(campaign=campaign), choice=choice, shortcomings=shortcomings)
+    rules = hit_rules(campaign=campaign, stage=stage)
+    reasons, aspects = answer_followups(rules=rules, choice=choice, shortcomings=shortcomings)
     shortcomings = shortcomings if reasons else []
     wrong_aspects = wrong_aspects if aspects else []
     return {
@@ -172,6 +175,7 @@ def answer_save(
         item_id = _resolve_token(assignment=locked, item_token=item_token)
         cleaned = _clean_answer(
             campaign=locked.hit.campaign,
+            stage=locked.hit.stage,
             choice=choice,
             score=score,
             shortcomings=shortcomings,
@@ -181,10 +185,10 @@ def answer_save(
         return _write_answer(assignment=locked, item_id=item_id, cleaned=cleaned, seconds=_clean_seconds(seconds_spent))
 
 
-def answer_missing(*, campaign: Campaign, answer: Answer | None) -> str | None:
-    """What is still missing from one item's answer, in words; None when it is complete."""
+def answer_missing(*, campaign: Campaign, answer: Answer | None, stage: str | None = None) -> str | None:
+    """What is still missing from one item's answer in a HIT of `stage`, in words; None when it is complete."""
     return answer_missing_part(
-        rules=hit_rules(campaign=campaign),
+        rules=hit_rules(campaign=campaign, stage=stage),
         choice=answer.choice if answer else "",
         score=answer.score if answer else None,
         shortcomings=answer.shortcomings if answer else [],
@@ -192,10 +196,12 @@ def answer_missing(*, campaign: Campaign, answer: Answer | None) -> str | None:
     )
 
 
-def _missing_items(*, campaign: Campaign, item_ids: list[int], answers: dict[int, Answer]) -> list[dict]:
+def _missing_items(
+    *, campaign: Campaign, item_ids: list[int], answers: dict[int, Answer], stage: str | None = None
+) -> list[dict]:
     missing = []
     for number, item_id in enumerate(item_ids, start=1):
-        what = answer_missing(campaign=campaign, answer=answers.get(item_id))
+        what = answer_missing(campaign=campaign, answer=answers.get(item_id), stage=stage)
         if what:
             missing.append({"item": number, "missing": what})
     return missing
@@ -205,7 +211,9 @@ def assignment_missing(*, assignment: Assignment) -> list[dict]:
     """Per incomplete item: its 1-based position in the HIT and what is missing."""
     answers = {answer.item_id: answer for answer in Answer.objects.filter(assignment=assignment)}
     item_ids = list(HitItem.objects.filter(hit_id=assignment.hit_id).order_by("position").values_list("pk", flat=True))
-    return _missing_items(campaign=assignment.hit.campaign, item_ids=item_ids, answers=answers)
+    return _missing_items(
+        campaign=assignment.hit.campaign, item_ids=item_ids, answers=answers, stage=assignment.hit.stage
+    )
 
 
 ANSWER_FIELDS = ["choice", "score", "shortcomings", "wrong_aspects", "comment", "seconds_spent", "updated_at"]
@@ -223,6 +231,7 @@ def _apply_final_answers(*, assignment: Assignment, entries: list, tokens: dict,
         )
         cleaned = _clean_answer(
             campaign=assignment.hit.campaign,
+            stage=assignment.hit.stage,
             choice=entry.get("choice"),
             score=entry.get("score"),
             shortcomings=_as_list(entry.get("shortcomings")),
@@ -273,7 +282,9 @@ def assignment_submit(
         stored = {answer.item_id: answer for answer in Answer.objects.filter(assignment=locked)}
         if answers:
             _apply_final_answers(assignment=locked, entries=answers, tokens=tokens, stored=stored, now=now)
-        missing = _missing_items(campaign=locked.hit.campaign, item_ids=list(tokens.values()), answers=stored)
+        missing = _missing_items(
+            campaign=locked.hit.campaign, item_ids=list(tokens.values()), answers=stored, stage=locked.hit.stage
+        )
         if missing:
             summary = "; ".join(f"item {m['item']}: {m['missing']}" for m in missing[:5])
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""

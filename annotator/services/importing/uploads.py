@@ -23,7 +23,7 @@ from annotator.importing.screening import screen_captions, screen_images_zip
 from annotator.jobs import job_stalled
 from annotator.models import DATASET_TRANSITIONS, Dataset, DatasetStatus
 from annotator.models.state import check_transition
-from annotator.queue import enqueue_on_commit
+from annotator.queue import enqueue_long_on_commit
 from annotator.services.importing.batches import Progress
 from annotator.services.importing.imports import clean_name, dataset_begin, dataset_finish, dataset_import_files
 
@@ -107,7 +107,8 @@ def dataset_upload(*, name: str, captions, images, split_file=None, split: str |
     `uploads/datasets/<id>/` with a manifest, and `workers.tasks.datasets.dataset_import_task` is enqueued
     after commit; it runs dataset_import's two passes (every image checked with Pillow) and leaves the
     dataset `ready`, or `failed` with every offender in its report. Returns the dataset as it is then
-    (already finished when Celery runs eagerly, the embedded default).
+    (already finished when Celery runs eagerly outside a request; a request's import goes on in the
+    background, annotator.queue.enqueue_long_on_commit).
 
     Locking: SELECT ... FOR UPDATE on the Dataset row while moving it to `importing`, so two uploads of the
     same name at once queue one import and refuse the other.
@@ -146,7 +147,7 @@ def dataset_upload(*, name: str, captions, images, split_file=None, split: str |
 
 def _import_enqueue(*, dataset_id: int) -> None:
     try:
-        enqueue_on_commit(DATASET_IMPORT_TASK, dataset_id)
+        enqueue_long_on_commit(DATASET_IMPORT_TASK, dataset_id)
     except Exception as exc:  # outside a transaction the task is sent at once: a broker that is down
         logger.exception("could not queue the import of dataset %s", dataset_id)
         _fail_if_importing(dataset_id=dataset_id, message=f"the import could not be queued: {exc}")

@@ -96,6 +96,29 @@ def bonus_give(
     return bonus
 
 
+def bonus_retry(*, bonus: Bonus) -> Bonus:
+    """Send a bonus MTurk did not accept again (the Retry button of the failed payments page); the caller
+    checked that the requester manages its campaign. Its attempts start over and it counts in the spend again
+    (a failed bonus does not), so the campaign may pause at its budget.
+
+    Locks the Bonus row; a bonus that is not failed answers 409 (a sent one must never be sent twice). The
+    same UniqueRequestToken as before goes to SendBonus, so MTurk pays once even if an earlier attempt it
+    answered with an error had gone through.
+    """
+    with transaction.atomic():
+        locked = Bonus.objects.select_for_update().get(pk=bonus.pk)
+        if locked.status != PayoutStatus.FAILED:
+            raise ApplicationError(
+                f"This bonus is {locked.get_status_display().lower()}; only a failed one is sent again.", status=409
+            )
+        _set_status(locked, PayoutStatus.PENDING)
+        locked.attempts = 0
+        locked.save(update_fields=["status", "attempts"])
+        enqueue_on_commit(BONUS_TASK, locked.pk)
+    campaign_budget_enforce(campaign_id=locked.campaign_id)
+    return locked
+
+
 def worker_message_send(*, campaign: Campaign, worker: Worker, subject: str, body: str, actor=None) -> WorkerMessage:
     """Write to a worker who has submitted work on `campaign`; the caller checked that `actor` may manage it.
     Recorded for a local worker; an MTurk worker's is sent with NotifyWorkers after commit. Not idempotent."""

@@ -36,7 +36,7 @@ from annotator.models import (
     HitItem,
     ItemRole,
 )
-from annotator.selectors.posterior import campaign_posterior
+from annotator.selectors.posterior import campaign_posterior, label_prior
 from annotator.services.quality.trust import trust_policy, worker_trust
 
 
@@ -48,17 +48,23 @@ def _setting(name: str, default: float) -> float:
 class CrowdCheck:
     """One fitted working posterior per campaign, reused for every assignment due in one pass."""
 
-    fits: dict[int, tuple[PosteriorFit, set[int]]] = field(default_factory=dict)
+    fits: dict[tuple[int, bool], tuple[PosteriorFit, set[int]]] = field(default_factory=dict)
 
-    def fit_for(self, campaign: Campaign) -> tuple[PosteriorFit, set[int]]:
-        if campaign.pk not in self.fits:
+    def fit_for(self, campaign: Campaign, *, check: bool = True) -> tuple[PosteriorFit, set[int]]:
+        """The working posterior: with `check`, under the sceptical prior the check judges workers by;
+        otherwise under the label prior, which decides what is settled."""
+        key = (campaign.pk, check)
+        if key not in self.fits:
             candidates = set(
                 HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list(
                     "pair_id", flat=True
                 )
             )
-            self.fits[campaign.pk] = (campaign_posterior(campaign=campaign, approved_only=False), candidates)
-        return self.fits[campaign.pk]
+            self.fits[key] = (
+                campaign_posterior(campaign=campaign, approved_only=False, prior=label_prior(check=check)),
+                candidates,
+            )
+        return self.fits[key]
 
     def evidence(self, assignment) -> tuple[WorkerEvidence, WorkerEvidence]:
         from annotator.analysis.posterior import worker_evidence
@@ -76,7 +82,7 @@ class CrowdCheck:
         """Whether more answers will still come for the assignment's pairs: one of them is unsettled with
         fewer than max_answers_per_pair answers (adaptive redundancy will ask again)."""
         campaign = assignment.hit.campaign
-        fit, _ = self.fit_for(campaign)
+        fit, _ = self.fit_for(campaign, check=False)
         row_of = fit.row_of()
         machine = 1 if campaign.machine_prior and campaign.runs.exists() else 0
         pairs = HitItem.objects.filter(hit_id=assignment.hit_id, role=ItemRole.CANDIDATE).values_list(

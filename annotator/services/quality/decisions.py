@@ -16,7 +16,6 @@ from annotator.models import (
     Assignment,
     AssignmentStatus,
     AuditAction,
-    Campaign,
     Hit,
     HitStatus,
 )
@@ -132,22 +131,3 @@ def assignments_bulk_approve(*, assignment_ids: list[int], actor=None, reason: s
 def assignments_bulk_reject(*, assignment_ids: list[int], actor=None, reason: str) -> int:
     """Reject many assignments; see assignments_bulk_decide."""
     return assignments_bulk_decide(assignment_ids=assignment_ids, approve=False, actor=actor, reason=reason)
-
-
-def campaign_quality_policy_update(*, campaign, actor, tolerated_gold_misses: int) -> Campaign:
-    """Set the campaign's tolerance for gold misses from trusted workers (0 = any miss goes to review).
-
-    Applies to assignments scored from now on. Locks the Campaign row; idempotent.
-    """
-    try:
-        misses = int(tolerated_gold_misses)
-    except (TypeError, ValueError):
-        raise ApplicationError("The tolerated gold misses must be a whole number.") from None
-    with transaction.atomic():
-        locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
-        if not 0 <= misses <= locked.gold_positives_per_hit + locked.gold_negatives_per_hit:
-            raise ApplicationError("Tolerate at most as many gold misses as a HIT has gold items.")
-        if locked.tolerated_gold_misses != misses:
-            locked.tolerated_gold_misses = misses
-            locked.save(update_fields=["tolerated_gold_misses"])
-        return locked

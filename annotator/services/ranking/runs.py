@@ -12,7 +12,7 @@ from django.utils import timezone
 from annotator.errors import ApplicationError
 from annotator.jobs import job_move, job_requeue, job_stalled
 from annotator.models import Dataset, DatasetStatus, MachineAnnotator, RankingRun, RunStatus
-from annotator.queue import enqueue_in_background_on_commit, enqueue_on_commit
+from annotator.queue import enqueue_in_background_on_commit, enqueue_long_on_commit
 from annotator.services.ranking.annotators import RANKABLE_KINDS
 
 RANKING_TASK = "workers.tasks.ranking.ranking_run_task"
@@ -28,7 +28,8 @@ def ranking_run_start(
     Locks the annotator row (SELECT ... FOR UPDATE) so two concurrent starts serialise; while a run of the
     same annotator, dataset and top_k is queued or running, that run is returned instead of a second one
     (so a double click starts one run). A finished run is never changed: starting again creates a new run.
-    Returns the run as it is after the commit (already finished when Celery runs eagerly), or, with
+    Returns the run as it is after the commit (already finished when Celery runs eagerly outside a request;
+    a request's run goes on in the background, annotator.queue.enqueue_long_on_commit), or, with
     `in_background` (a request that must answer at once), as it was queued: with eager Celery the run then
     goes on in a thread of this process (annotator.queue.enqueue_in_background_on_commit).
     """
@@ -67,7 +68,7 @@ def ranking_run_start(
         if in_background:
             enqueue_in_background_on_commit(RANKING_TASK, run.pk)
         else:
-            enqueue_on_commit(RANKING_TASK, run.pk)
+            enqueue_long_on_commit(RANKING_TASK, run.pk)
     if not in_background:
         run.refresh_from_db()  # with eager Celery (the embedded default) it has already run at commit
     return run

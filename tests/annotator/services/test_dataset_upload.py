@@ -148,7 +148,7 @@ def test_a_refused_addition_leaves_a_ready_dataset_ready(requester, django_captu
 def test_a_broker_that_is_down_fails_the_import_visibly_and_a_retry_queues_it(
     requester, django_capture_on_commit_callbacks
 ):
-    with mock.patch.object(upload_service, "enqueue_on_commit", side_effect=ConnectionError("broker down")):
+    with mock.patch.object(upload_service, "enqueue_long_on_commit", side_effect=ConnectionError("broker down")):
         with pytest.raises(ApplicationError) as error:
             dataset_upload(name="no-broker", owner=requester, **uploads())
     assert error.value.status == 503

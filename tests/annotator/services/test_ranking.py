@@ -18,8 +18,8 @@ def sent(monkeypatch):
     """Record what the services enqueue instead of running it (the pipeline has its own tests)."""
     calls = []
     record = lambda name, *args: calls.append((name, *args))  # noqa: E731
-    monkeypatch.setattr(ranking_services, "enqueue_on_commit", record)
-    monkeypatch.setattr(jobs, "enqueue_on_commit", record)  # a retry queues through the shared lifecycle
+    monkeypatch.setattr(ranking_services, "enqueue_long_on_commit", record)
+    monkeypatch.setattr(jobs, "enqueue_long_on_commit", record)  # a retry queues through the shared lifecycle
     return calls
 
 

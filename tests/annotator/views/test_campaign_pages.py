@@ -99,7 +99,7 @@ def test_the_create_form_makes_a_draft_and_explains_bad_input(client, requester,
 
 
 def test_build_launch_pause_resume_through_the_buttons_with_statistics(
-    client, requester, world, django_capture_on_commit_callbacks
+    client, requester, world, django_capture_on_commit_callbacks, background_tasks
 ):
     dataset, runs = world
     campaign = campaign_create(owner=requester, dataset=dataset, runs=runs, name="Buttons", reward_cents=100)
@@ -107,6 +107,7 @@ def test_build_launch_pause_resume_through_the_buttons_with_statistics(
     assert "Build HITs" in page and "Launch" not in page
     with django_capture_on_commit_callbacks(execute=True):
         assert client.post(reverse("campaign-action", args=[campaign.pk, "build"])).status_code == 302
+    assert background_tasks == [("workers.tasks.campaigns.campaign_build_task", campaign.pk)]
     campaign.refresh_from_db()
     assert campaign.status == CampaignStatus.BUILT
     hits = campaign.hits.count()

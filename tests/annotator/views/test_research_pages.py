@@ -31,7 +31,7 @@ def test_research_home_lists_only_shared_campaigns_with_counts(client, researche
     assert '<td class="num">7</td>' in html and '<td class="num">5</td>' in html
 
 
-def test_campaign_page_export_and_download(client, researcher, django_capture_on_commit_callbacks):
+def test_campaign_page_export_and_download(client, researcher, django_capture_on_commit_callbacks, background_tasks):
     campaign = research_campaign()
     campaign.shared_with.add(researcher)
     page = client.get(f"/research/campaigns/{campaign.pk}/")
@@ -42,6 +42,7 @@ def test_campaign_page_export_and_download(client, researcher, django_capture_on
         )
     assert response.status_code == 302
     job = models.ExportJob.objects.get(campaign=campaign)
+    assert background_tasks == [("workers.tasks.exports.export_run", job.pk)]  # not in the request
     assert job.status == "succeeded"
     page = client.get(f"/research/campaigns/{campaign.pk}/").content.decode()
     assert f"/research/exports/{job.pk}/download" in page

@@ -187,3 +187,46 @@ def test_the_review_page_numbers_a_workers_items_1_to_18_as_the_worker_saw_them(
     rows = re.findall(r'<td>(\d+)</td>\s*<td class="review-pair">.*?class="review-caption">([^<]*)<', page, re.S)
     assert [(int(number), caption) for number, caption in rows] == seen
     assert [number for number, _ in seen] == list(range(1, 19))
+
+
+def test_the_quality_page_sets_the_whole_policy_through_the_one_policy_service(client, flagged):
+    owner, campaign, _ = flagged
+    client.force_login(owner)
+    page = client.get(reverse("review-quality", args=[campaign.pk])).content.decode()
+    assert 'name="settle_probability"' in page and 'name="adaptive_redundancy"' in page
+    form = {
+        "tolerated_gold_misses": "1",
+        "label_model": "majority",
+        "switches": "1",
+        "adaptive_redundancy": "on",
+        "settle_probability": "0.9",
+        "settle_min_answers": "3",
+        "max_answers_per_pair": "4",
+    }
+    response = client.post(reverse("review-policy", args=[campaign.pk]), form)
+    assert response.status_code == 302
+    campaign.refresh_from_db()
+    assert (campaign.tolerated_gold_misses, campaign.label_model, campaign.settle_probability) == (1, "majority", 0.9)
+    assert (campaign.settle_min_answers, campaign.max_answers_per_pair) == (3, 4)
+    assert campaign.adaptive_redundancy and not campaign.machine_prior  # an unticked box is off
+    # The service's rules between fields hold on the page as in the API: nothing is saved.
+    bad = client.post(reverse("review-policy", args=[campaign.pk]), {"settle_min_answers": "5"})
+    assert bad.status_code == 400 and "max_answers_per_pair" in bad.content.decode()
+    campaign.refresh_from_db()
+    assert campaign.settle_min_answers == 3
+
+
+def test_queue_lists_clean_work_waiting_for_auto_approval_apart_from_the_flagged(client, flagged):
+    """A scored, unflagged submission is not in the flagged table but under "Waiting for auto-approval",
+    linked to its page, so the requester can decide it before it approves itself."""
+    owner, campaign, flagged_assignment = flagged
+    hit = hit_with_gold(campaign=campaign)
+    clean = assignment_score(assignment_id=submit(hit, seconds=12.0).pk)
+    assert clean.status == AssignmentStatus.SUBMITTED and clean.flags == []
+    client.force_login(owner)
+    html = client.get(reverse("review-queue", args=[campaign.pk])).content.decode()
+    flagged_table, awaiting = html.split('id="awaiting-title"')
+    assert reverse("review-assignment", args=[flagged_assignment.pk]) in flagged_table
+    assert reverse("review-assignment", args=[clean.pk]) not in flagged_table
+    assert reverse("review-assignment", args=[clean.pk]) in awaiting
+    assert "1 awaiting auto-approval" in html
