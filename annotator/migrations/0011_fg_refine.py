@@ -9,6 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('annotator', '0010_fg_pool'),
+        ('annotator', '0010_stage2_followups'),  # also merges the two 0010s until the coordinator renumbers
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
