@@ -17,7 +17,7 @@ from annotator.services.refinement.proposals import (
     refinement_launch,
 )
 from tests.annotator.refinement.support import RefinementWorld
-from tests.e2e.support import logged_in_context, screenshot, wait_until
+from tests.e2e.support import assert_accessible, logged_in_context, screenshot, wait_until
 from tests.factories import user_with_role
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -65,6 +65,7 @@ def test_correction_hits_with_the_keyboard(live_server, browser, media_served, t
     assert page.locator("#proposal b").count() == 0
     wait_until(page, "document.getElementById('edit-count').textContent.includes('No changes')")
     screenshot(page, "correction-hit-accept", full_page=False)
+    assert_accessible(page)
     accepted_url = page.url
     with page.expect_navigation():
         page.keyboard.press("a")  # accept
@@ -99,7 +100,9 @@ def test_correction_hits_with_the_keyboard(live_server, browser, media_served, t
     assert rows.count() == 2
     assert "Corrected" in rows.nth(1).inner_text() or "corrected" in rows.nth(1).inner_text()
     screenshot(history, "correction-history", full_page=False)
+    assert_accessible(history)
     overview = requester.new_page()
     overview.goto(f"{live_server.url}/refinements/{refinement.pk}/")
     assert overview.locator("table mark.added").count() >= 2
     screenshot(overview, "refinement-page", full_page=True)
+    assert_accessible(overview)
