@@ -28,6 +28,7 @@ from annotator.models import (
     ImagePool,
     LabelSet,
     RankingRun,
+    Refinement,
     Role,
     Worker,
 )
@@ -111,6 +112,20 @@ def runs_visible_to(user) -> QuerySet[RankingRun]:
 def can_manage_run(user, run: RankingRun) -> bool:
     """Cancelling, retrying: the requester of the run's dataset."""
     return can_manage_dataset(user, run.dataset)
+
+
+def refinements_managed_by(user) -> QuerySet[Refinement]:
+    """Caption refinements on the datasets `user` manages (proposals, correction HITs, their review)."""
+    return Refinement.objects.filter(dataset__in=datasets_managed_by(user).values("pk"))
+
+
+def can_manage_refinement(user, refinement: Refinement) -> bool:
+    return can_manage_dataset(user, refinement.dataset)
+
+
+def can_read_caption_history(user, dataset: Dataset) -> bool:
+    """A caption's versions are part of the dataset: whoever may open the dataset may read them."""
+    return datasets_visible_to(user).filter(pk=dataset.pk).exists()
 
 
 def pools_visible_to(user) -> QuerySet[ImagePool]:

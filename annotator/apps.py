@@ -7,3 +7,4 @@ class AnnotatorConfig(AppConfig):
 
     def ready(self):
         from annotator import signals  # noqa: F401  (connects the audit receivers)
+        from annotator.scenarios import scene_facts  # noqa: F401  (registers the scene_facts proposal generator)

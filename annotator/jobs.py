@@ -34,6 +34,7 @@ from annotator.models.pools import (
     PoolStatus,
 )
 from annotator.models.ranking import RUN_TRANSITIONS, RankingRun, RankingShard, RunStatus
+from annotator.models.refinement import REFINEMENT_TRANSITIONS, Refinement, RefinementStatus
 from annotator.models.research import EXPORT_TRANSITIONS, ExportJob, ExportStatus
 from annotator.models.state import check_transition
 from annotator.queue import enqueue_long_on_commit
@@ -275,9 +276,44 @@ class EnlargementKind(JobKind):
         return reverse("enlargement-detail", args=[enlargement.pk])
 
 
+class RefinementFilterKind(JobKind):
+    """Scoring a refinement's proposals (workers.tasks.refinement): `scoring` runs, a draft with an error
+    failed, a scored refinement is done; a draft without an error is no job."""
+
+    name, label, model, transitions = "refinement", "Proposal filter", Refinement, REFINEMENT_TRANSITIONS
+    retry = ("annotator.services.refinement.proposals.refinement_filter_retry", "refinement")
+
+    def state(self, refinement):
+        if refinement.status == RefinementStatus.SCORING:
+            return JobState.RUNNING
+        if refinement.status == RefinementStatus.DRAFT:
+            return JobState.FAILED if refinement.error else None
+        return JobState.DONE
+
+    def last_alive(self, refinement):
+        return refinement.queued_at or refinement.updated_at
+
+    def stale_after(self, state):
+        return RUN_STALE_AFTER
+
+    def progress(self, refinement):
+        return int(self.state(refinement) == JobState.DONE), 1, "scoring"
+
+    def page(self, refinement):
+        return reverse("refinement-detail", args=[refinement.pk])
+
+
 KINDS = {
     kind.name: kind
-    for kind in (ImportKind(), RankingKind(), BuildKind(), ExportKind(), PoolImportKind(), EnlargementKind())
+    for kind in (
+        ImportKind(),
+        RankingKind(),
+        BuildKind(),
+        ExportKind(),
+        PoolImportKind(),
+        EnlargementKind(),
+        RefinementFilterKind(),
+    )
 }
 _KIND_OF_MODEL = {kind.model: kind for kind in KINDS.values()}
 

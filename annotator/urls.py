@@ -16,6 +16,7 @@ from annotator.views import (
     people,
     pools,
     ranking,
+    refinement,
     reputation,
     research,
     review,
@@ -46,4 +47,5 @@ urlpatterns = [
     *jobs.urlpatterns,
     *webhooks.urlpatterns,
     *people.urlpatterns,
+    *refinement.urlpatterns,
 ]

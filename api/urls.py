@@ -10,6 +10,7 @@ from api.accounts import AccountCreateView
 from api.labelsets import LabelSetViewSet
 from api.leaderboard import LeaderboardView
 from api.pools import CoarseCaptionsView, EnlargementViewSet, ImagePoolViewSet
+from api.refinement import BenchmarkViewSet
 from api.webhooks import WebhookDeliveryViewSet, WebhookEndpointViewSet
 
 router = DefaultRouter()
@@ -23,6 +24,7 @@ router.register("labels", views.LabelViewSet, basename="api-label")
 router.register("exports", views.ExportJobViewSet, basename="api-export")
 router.register("evaluations", views.EvaluationViewSet, basename="api-evaluation")
 router.register("labelsets", LabelSetViewSet, basename="api-labelset")
+router.register("benchmarks", BenchmarkViewSet, basename="api-benchmark")
 router.register("webhooks", WebhookEndpointViewSet, basename="api-webhook")
 router.register("pools", ImagePoolViewSet, basename="api-pool")
 router.register("enlargements", EnlargementViewSet, basename="api-enlargement")

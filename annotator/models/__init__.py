@@ -103,6 +103,21 @@ from annotator.models.ranking import (
     RunStatus,
     ShardStatus,
 )
+from annotator.models.refinement import (
+    ACTIVE_CORRECTION_STATUSES,
+    CORRECTION_TRANSITIONS,
+    REFINEMENT_TRANSITIONS,
+    CaptionVersion,
+    CorrectionAction,
+    CorrectionAssignment,
+    CorrectionStatus,
+    GoldExpect,
+    ProposalStatus,
+    Refinement,
+    RefinementProposal,
+    RefinementStatus,
+    VersionSource,
+)
 from annotator.models.research import (
     EVALUATION_TRANSITIONS,
     EXPORT_TRANSITIONS,

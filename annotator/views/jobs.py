@@ -17,11 +17,13 @@ from annotator.access import (
     can_manage_dataset,
     can_manage_enlargement,
     can_manage_pool,
+    can_manage_refinement,
     can_manage_run,
     datasets_visible_to,
     enlargements_visible_to,
     exports_visible_to,
     pools_visible_to,
+    refinements_managed_by,
     runs_visible_to,
 )
 from annotator.jobs import KINDS, job_retry, job_view
@@ -35,6 +37,7 @@ VISIBLE = {
     "export": exports_visible_to,
     "pool": pools_visible_to,
     "enlargement": enlargements_visible_to,
+    "refinement": refinements_managed_by,
 }
 MAY_RETRY = {
     "import": can_manage_dataset,
@@ -43,6 +46,7 @@ MAY_RETRY = {
     "export": lambda user, job: True,  # whoever reads a campaign's labels may export them
     "pool": can_manage_pool,
     "enlargement": can_manage_enlargement,
+    "refinement": can_manage_refinement,
 }
 
 

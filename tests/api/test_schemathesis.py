@@ -42,6 +42,7 @@ REAL_IDS = {
     "exports": "export",
     "evaluations": "evaluation",
     "labelsets": "labelset",
+    "benchmarks": "labelset",  # a label set that is no benchmark: a 404 like any other out-of-scope id
     "webhooks": "webhook",
     "webhook-deliveries": "webhook_delivery",
     "pools": "pool",

@@ -28,6 +28,7 @@ FOR_EVERYONE = {
     "research-leaderboards",  # lists the boards of what the caller may read
     "labelset-list",  # lists public sets and those the caller may read
     "labelset-compare",  # compares sets the caller may read, chosen in the query string
+    "benchmark-list",  # lists the renovated benchmarks the caller may read
 }
 # Not pages of the product: the admin (staff log-in) and the API (tests/api/test_permissions_matrix.py).
 NOT_WALKED_PREFIXES = ("admin/", "api/", "^media/")
@@ -95,7 +96,17 @@ def _world(owner, *, suffix: str = ""):
     )
     pool = models.ImagePool.objects.create(dataset=dataset, name=f"tenant-pool-zq{suffix}", status="ready")
     enlargement = models.GalleryEnlargement.objects.create(pool=pool, dataset=dataset, status="proposed")
+    refinement = models.Refinement.objects.create(dataset=dataset, owner=owner, name=f"tenant-refine-zq{suffix}")
+    refinement_proposal = models.RefinementProposal.objects.create(
+        refinement=refinement, caption=pair.caption, original_text=pair.caption.text, text="zq", generator="upload"
+    )
+    correction = models.CorrectionAssignment.objects.create(
+        proposal=refinement_proposal, worker=assignment.worker, status="review", expires_at=timezone.now()
+    )
     return {
+        "refinement_id": refinement.pk,
+        "correction_id": correction.pk,
+        "caption_id": pair.caption_id,
         "pool_id": pool.pk,
         "enlargement_id": enlargement.pk,
         "decision_id": decision.pk,
