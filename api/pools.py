@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
@@ -21,6 +20,7 @@ from annotator.errors import ApplicationError
 from annotator.models import GalleryEnlargement, ImagePool
 from api.permissions import REQUESTER
 from api.schema import errors
+from api.serializers import MAX_ID
 from api.views import ScopedViewSet, _validated
 
 
@@ -161,7 +161,11 @@ class CoarseCaptionsView(APIView):
     def get(self, request, dataset_id: int):
         from annotator.selectors.coarse import coarse_captions
 
-        dataset = get_object_or_404(datasets_visible_to(request.user), pk=dataset_id)
+        if not 0 < dataset_id <= MAX_ID:
+            raise ApplicationError(f"No such dataset: {dataset_id} is not an id.", status=404)
+        dataset = datasets_visible_to(request.user).filter(pk=dataset_id).first()
+        if dataset is None:
+            raise ApplicationError("No such dataset.", status=404)
         rule = request.query_params.get("rule", "majority")
         try:
             within = int(request.query_params.get("within", "1"))
