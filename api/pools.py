@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -157,7 +157,10 @@ class CoarseCaptionsView(APIView):
     roles = REQUESTER
     action_roles: dict = {}
 
-    @extend_schema(responses={200: serializers.DictField(), **errors(400, 403, 404)})
+    @extend_schema(
+        parameters=[OpenApiParameter("dataset_id", int, OpenApiParameter.PATH)],
+        responses={200: serializers.DictField(), **errors(400, 403, 404)},
+    )
     def get(self, request, dataset_id: int):
         from annotator.selectors.coarse import coarse_captions
 
