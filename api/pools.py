@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -21,6 +20,7 @@ from annotator.errors import ApplicationError
 from annotator.models import GalleryEnlargement, ImagePool
 from api.permissions import REQUESTER
 from api.schema import errors
+from api.serializers import MAX_ID
 from api.views import ScopedViewSet, _validated
 
 
@@ -157,11 +157,18 @@ class CoarseCaptionsView(APIView):
     roles = REQUESTER
     action_roles: dict = {}
 
-    @extend_schema(responses={200: serializers.DictField(), **errors(400, 403, 404)})
+    @extend_schema(
+        parameters=[OpenApiParameter("dataset_id", int, OpenApiParameter.PATH)],
+        responses={200: serializers.DictField(), **errors(400, 403, 404)},
+    )
     def get(self, request, dataset_id: int):
         from annotator.selectors.coarse import coarse_captions
 
-        dataset = get_object_or_404(datasets_visible_to(request.user), pk=dataset_id)
+        if not 0 < dataset_id <= MAX_ID:
+            raise ApplicationError(f"No such dataset: {dataset_id} is not an id.", status=404)
+        dataset = datasets_visible_to(request.user).filter(pk=dataset_id).first()
+        if dataset is None:
+            raise ApplicationError("No such dataset.", status=404)
         rule = request.query_params.get("rule", "majority")
         try:
             within = int(request.query_params.get("within", "1"))
