@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -139,7 +139,15 @@ class EnlargementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scope
 
         return Response(EnlargementSerializer(enlargement_add(enlargement=self._managed())).data)
 
-    @extend_schema(request=None, responses={201: serializers.DictField(), **errors(403, 404, 409)})
+    @extend_schema(
+        request=None,
+        responses={
+            201: inline_serializer(
+                "VerificationCampaign", {"campaign": serializers.IntegerField(), "name": serializers.CharField()}
+            ),
+            **errors(403, 404, 409),
+        },
+    )
     @action(detail=True, methods=["post"])
     def verify(self, request, pk=None):
         """Create the draft campaign that checks every (caption, added image) pair; build and launch it as
@@ -159,7 +167,16 @@ class CoarseCaptionsView(APIView):
 
     @extend_schema(
         parameters=[OpenApiParameter("dataset_id", int, OpenApiParameter.PATH)],
-        responses={200: serializers.DictField(), **errors(400, 403, 404)},
+        responses={
+            200: inline_serializer(
+                "CoarseCaptionPage",
+                {
+                    "count": serializers.IntegerField(),
+                    "results": serializers.ListField(child=serializers.DictField()),
+                },
+            ),
+            **errors(400, 403, 404),
+        },
     )
     def get(self, request, dataset_id: int):
         from annotator.selectors.coarse import coarse_captions

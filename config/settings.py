@@ -219,6 +219,7 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "annotator.models.research.ExportStatus.choices",
         "WebhookEventEnum": "annotator.models.webhooks.WebhookEvent.choices",
         "PayoutStatusEnum": "annotator.models.money.PayoutStatus.choices",
+        "ImportStatusEnum": "annotator.models.dataset.DatasetStatus.choices",  # datasets and pools alike
     },
 }
 

@@ -178,4 +178,8 @@ def test_the_gunicorn_config_of_the_image_and_the_bench_loads():
     )
     assert result.returncode == 0, result.stderr
     printed = dict(line.split("=", 1) for line in result.stdout.replace(" ", "").splitlines() if "=" in line)
-    assert (printed["workers"], printed["threads"], printed["worker_class"]) == ("3", "8", "gthread")
+    assert (printed["workers"], printed["threads"], printed["worker_class"]) == (
+        "3",
+        "8",
+        "config.gunicorn_worker.SheddingWorker",
+    )
