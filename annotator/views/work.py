@@ -45,6 +45,7 @@ from annotator.services.accounts.workers import worker_for_external, worker_for_
 from annotator.services.hits import answers as answer_services
 from annotator.services.hits import assignments as assignment_services
 from annotator.services.hits import qualification as qualification_services
+from annotator.views.hit_markup import hit_items_html
 
 MTURK_PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_SUBMIT_HOSTS = {"www.mturk.com", "workersandbox.mturk.com"}
@@ -222,12 +223,15 @@ def work_campaign(request, campaign_id: int):
 @require_POST
 @worker_required
 def work_claim(request, campaign_id: int):
-    campaign = _live_campaign(campaign_id)
+    # The service reads the campaign once (with the owner's standing and the qualification) and answers
+    # 404 for a draft or an unknown id: no lookup here.
     try:
-        assignment = assignment_services.assignment_claim(campaign=campaign, worker=request.worker)
+        assignment = assignment_services.assignment_claim(campaign=Campaign(pk=campaign_id), worker=request.worker)
     except ApplicationError as error:
+        if error.extra.get("reason") == "no_campaign":
+            raise Http404("No such campaign.") from None
         if error.extra.get("reason") == "qualification":
-            return redirect("work_qualification", campaign_id=campaign.pk)
+            return redirect("work_qualification", campaign_id=campaign_id)
         if error.status in (403, 404, 409):  # nothing left, a limit reached, paused: say so on the dashboard
             messages.warning(request, error.message)
             return redirect("work_home")
@@ -342,11 +346,15 @@ def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: 
                 "aspects_hidden": not needs_aspects,
             }
         )
+    wording = similarity_wording(items[0]["kind"] if items else "image_caption")
     return {
         "campaign": campaign,
         "items": rows,
+        "items_html": hit_items_html(
+            items=rows, mode=mode, similarity=scale["similarity"], followups=bool(scale["followups"]), wording=wording
+        ),
         "mode": mode,
-        "wording": similarity_wording(items[0]["kind"] if items else "image_caption"),
+        "wording": wording,
         "total": len(rows),
         "hit_rules": rules,
         **scale,

@@ -26,6 +26,7 @@ from annotator.models import (
     Hit,
     HitItem,
     HitStatus,
+    QualificationAttempt,
     Worker,
     WorkerStanding,
 )
@@ -80,12 +81,20 @@ def _can_lock() -> bool:
     return connection.features.has_select_for_update and connection.features.has_select_for_update_of
 
 
+# The campaigns a worker may open (work_campaign, work_claim); others do not exist for them.
+WORKER_VISIBLE_CAMPAIGN_STATUSES = (CampaignStatus.LIVE, CampaignStatus.PAUSED, CampaignStatus.FINISHED)
+
+
 def _with_owner_standing(campaigns, *, worker: Worker):
-    """Campaigns annotated with the owner's block and soft block of `worker`, read in the same query."""
+    """Campaigns annotated with the owner's block and soft block of `worker`, and whether the worker passed
+    the campaign's qualification test, read in the same query."""
     standing = WorkerStanding.objects.filter(requester_id=OuterRef("owner_id"), worker_id=worker.pk)
     return campaigns.annotate(
         owner_blocked_worker=Exists(standing.filter(blocked=True)),
         owner_soft_blocked_worker=Exists(standing.filter(soft_blocked=True)),
+        worker_passed_qualification=Exists(
+            QualificationAttempt.objects.filter(campaign_id=OuterRef("pk"), worker_id=worker.pk, passed=True)
+        ),
     )
 
 
@@ -109,7 +118,8 @@ def _check_worker_may_claim(*, campaign: Campaign, worker: Worker) -> None:
         raise ApplicationError(
             "Your account is paused from taking new HITs while your recent work is reviewed.", status=403
         )
-    if not worker_is_qualified(campaign=campaign, worker=worker):
+    passed = getattr(campaign, "worker_passed_qualification", False)
+    if not passed and not worker_is_qualified(campaign=campaign, worker=worker):
         raise ApplicationError(
             "Pass this campaign's qualification test first.", extra={"reason": "qualification"}, status=403
         )
@@ -171,7 +181,10 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
     now = now or timezone.now()
     with transaction.atomic():
         worker = Worker.objects.select_for_update().get(pk=worker.pk)
-        campaign = _with_owner_standing(Campaign.objects, worker=worker).get(pk=campaign.pk)
+        # The one read of the campaign (callers may pass Campaign(pk=...)): a draft or an unknown id is 404.
+        campaign = _with_owner_standing(Campaign.objects, worker=worker).filter(pk=campaign.pk).first()
+        if campaign is None or campaign.status not in WORKER_VISIBLE_CAMPAIGN_STATUSES:
+            raise ApplicationError("No such campaign.", status=404, extra={"reason": "no_campaign"})
         held = _expire_own_stale_leases(worker=worker, campaign=campaign, now=now)
         if held is not None:
             return held
