@@ -61,4 +61,4 @@ def api_not_found(request, *args, **kwargs):
     return JsonResponse({"error": f"There is no API endpoint at {request.path}."}, status=404)
 
 
-urlpatterns.append(re_path(r"(?s)^.*$", api_not_found))  # (?s): a path with a newline is answered too
+urlpatterns.append(re_path(r"^[\s\S]*$", api_not_found))  # [\s\S]: a path with a newline is answered too
