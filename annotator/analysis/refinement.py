@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -85,7 +86,7 @@ class Proposal:
     gold_wrong_words: list[str] = field(default_factory=list)
 
 
-class ProposalGenerator:
+class ProposalGenerator(ABC):
     """The plugin interface: `propose(captions, context)` returns at most one Proposal per caption.
 
     `context` carries what the generator was given besides the captions (for `scene_facts`: the scenes).
@@ -97,8 +98,8 @@ class ProposalGenerator:
     description = ""
     needs: tuple[str, ...] = ()  # context keys the generator requires
 
-    def propose(self, captions: list[CaptionInput], context: Mapping) -> list[Proposal]:
-        raise NotImplementedError
+    @abstractmethod
+    def propose(self, captions: list[CaptionInput], context: Mapping) -> list[Proposal]: ...
 
 
 GENERATORS: dict[str, type[ProposalGenerator]] = {}

@@ -13,54 +13,42 @@ from annotator.services.money.bonuses import MAX_ATTEMPTS as PAYOUT_ATTEMPTS
 from annotator.services.money.bonuses import PayoutNotSent, bonus_send, worker_message_deliver
 from annotator.services.quality.external_decisions import MAX_ATTEMPTS, DecisionNotSent, external_decision_send
 
+# Worth another try: MTurk or the network hiccupped, or the database connection blinked.
+_TRANSIENT = (BotoCoreError, ConnectionError, TimeoutError, OperationalError, InterfaceError)
 
-@shared_task(
-    name="workers.tasks.mturk.external_decision_send_task",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    time_limit=120,
-    soft_time_limit=100,
-    autoretry_for=(DecisionNotSent, BotoCoreError, ConnectionError, TimeoutError, OperationalError, InterfaceError),
-    # 30 s, 1, 2, 4 min (with jitter): an MTurk hiccup passes, and the gaps stay under the sweep's stale time,
-    # so the sweep does not queue a decision that is only waiting for its next try.
-    retry_backoff=30,
-    retry_backoff_max=240,
-    max_retries=MAX_ATTEMPTS - 1,
-)
+
+def _send_options(name: str, *, not_sent: type[Exception], attempts: int) -> dict:
+    """One MTurk call per task, idempotent, so acks_late; 30 s, 1, 2, 4 min between tries (with jitter): an
+    MTurk hiccup passes, and the gaps stay under the sweep's stale time, so the sweep does not queue a row
+    that is only waiting for its next try."""
+    return {
+        "name": f"workers.tasks.mturk.{name}",
+        "acks_late": True,
+        "reject_on_worker_lost": True,
+        "time_limit": 120,
+        "soft_time_limit": 100,
+        "autoretry_for": (not_sent, *_TRANSIENT),
+        "retry_backoff": 30,
+        "retry_backoff_max": 240,
+        "max_retries": attempts - 1,
+    }
+
+
+@shared_task(**_send_options("external_decision_send_task", not_sent=DecisionNotSent, attempts=MAX_ATTEMPTS))
 def external_decision_send_task(decision_id: int) -> str | None:
     """Send one approval or rejection to MTurk; retried while it fails in a way worth retrying."""
     decision = external_decision_send(decision_id=decision_id)
     return None if decision is None else decision.status
 
 
-@shared_task(
-    name="workers.tasks.mturk.bonus_send_task",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    time_limit=120,
-    soft_time_limit=100,
-    autoretry_for=(PayoutNotSent, BotoCoreError, ConnectionError, TimeoutError, OperationalError, InterfaceError),
-    retry_backoff=30,
-    retry_backoff_max=240,
-    max_retries=PAYOUT_ATTEMPTS - 1,
-)
+@shared_task(**_send_options("bonus_send_task", not_sent=PayoutNotSent, attempts=PAYOUT_ATTEMPTS))
 def bonus_send_task(bonus_id: int) -> str | None:
     """Pay one bonus on MTurk (SendBonus, once: its UniqueRequestToken is the bonus); retried while worth it."""
     bonus = bonus_send(bonus_id=bonus_id)
     return None if bonus is None else bonus.status
 
 
-@shared_task(
-    name="workers.tasks.mturk.worker_message_send_task",
-    acks_late=True,
-    reject_on_worker_lost=True,
-    time_limit=120,
-    soft_time_limit=100,
-    autoretry_for=(PayoutNotSent, BotoCoreError, ConnectionError, TimeoutError, OperationalError, InterfaceError),
-    retry_backoff=30,
-    retry_backoff_max=240,
-    max_retries=PAYOUT_ATTEMPTS - 1,
-)
+@shared_task(**_send_options("worker_message_send_task", not_sent=PayoutNotSent, attempts=PAYOUT_ATTEMPTS))
 def worker_message_send_task(message_id: int) -> str | None:
     """Deliver one message to an MTurk worker (NotifyWorkers); retried while worth it."""
     message = worker_message_deliver(message_id=message_id)
