@@ -16,6 +16,15 @@ takes the checked worker's own answers out of the comparison. The flag rule, per
 - a tolerated gold miss is excused when that probability is below QUALITY_POSTERIOR_EXCUSE_BELOW (or the
   worker's gold record is trusted); otherwise `gold_failed`.
 
+Waiting for the pairs to settle (`settled_only`): while the assignment's pairs are still collecting answers
+(CrowdCheck.collecting) the caller may wait, and then judges on the *settled* pairs only (settled, or with
+max_answers_per_pair answers, in the label fit). A careful worker who disagrees with the single other answer on
+a pair leaves it unsettled, so adaptive redundancy asks again; the disagreement says little until that answer
+is in, and with about two answers per pair most of a careful worker's "evidence" against them is such pairs.
+Settled pairs are biased toward agreeing with the worker (a pair they contradict does not settle), so they may
+condemn a worker at once but never clear one: an assignment is cleared only once its pairs are settled or no
+more answers are coming for them (the caller then judges on every pair).
+
 Reads only; the caller (assignments_auto_approve_due) holds the assignment's row lock.
 """
 
@@ -49,6 +58,7 @@ class CrowdCheck:
     """One fitted working posterior per campaign, reused for every assignment due in one pass."""
 
     fits: dict[tuple[int, bool], tuple[PosteriorFit, set[int]]] = field(default_factory=dict)
+    open: dict[int, set[int]] = field(default_factory=dict)  # campaign -> pairs still collecting answers
 
     def fit_for(self, campaign: Campaign, *, check: bool = True) -> tuple[PosteriorFit, set[int]]:
         """The working posterior: with `check`, under the sceptical prior the check judges workers by;
@@ -66,36 +76,52 @@ class CrowdCheck:
             )
         return self.fits[key]
 
-    def evidence(self, assignment) -> tuple[WorkerEvidence, WorkerEvidence]:
+    def evidence(self, assignment, *, settled_only: bool = False) -> tuple[WorkerEvidence, WorkerEvidence]:
+        """The worker's evidence on this assignment's pairs and on all their candidate answers in the campaign;
+        with `settled_only`, on the pairs that collect no more answers only."""
         from annotator.analysis.posterior import worker_evidence
 
-        fit, candidates = self.fit_for(assignment.hit.campaign)
+        campaign = assignment.hit.campaign
+        fit, candidates = self.fit_for(campaign)
         below = _setting("QUALITY_POSTERIOR_FLAG_BELOW", 0.7)
         own_pairs = set(
             HitItem.objects.filter(hit_id=assignment.hit_id, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
         )
+        if settled_only:
+            still_open = self.open_pairs(campaign)
+            own_pairs -= still_open
+            candidates = candidates - still_open
         this = worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=own_pairs, below=below)
         overall = worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=candidates, below=below)
         return this, overall
 
+    def open_pairs(self, campaign: Campaign) -> set[int]:
+        """The candidate pairs adaptive redundancy will still ask about: unsettled in the label fit, with fewer
+        than max_answers_per_pair answers."""
+        if campaign.pk not in self.open:
+            fit, candidates = self.fit_for(campaign, check=False)
+            row_of = fit.row_of()
+            machine = 1 if campaign.machine_prior and campaign.runs.exists() else 0
+            still_open = set()
+            for pair_id in candidates:
+                row = row_of.get(pair_id)
+                answers = int(fit.answers[row]) if row is not None else 0
+                p = float(fit.probability[row]) if row is not None else 0.5
+                sure = max(p, 1 - p) >= campaign.settle_probability
+                settled = sure and answers + machine >= campaign.settle_min_answers
+                if not settled and answers < campaign.max_answers_per_pair:
+                    still_open.add(pair_id)
+            self.open[campaign.pk] = still_open
+        return self.open[campaign.pk]
+
     def collecting(self, assignment) -> bool:
         """Whether more answers will still come for the assignment's pairs: one of them is unsettled with
         fewer than max_answers_per_pair answers (adaptive redundancy will ask again)."""
-        campaign = assignment.hit.campaign
-        fit, _ = self.fit_for(campaign, check=False)
-        row_of = fit.row_of()
-        machine = 1 if campaign.machine_prior and campaign.runs.exists() else 0
+        still_open = self.open_pairs(assignment.hit.campaign)
         pairs = HitItem.objects.filter(hit_id=assignment.hit_id, role=ItemRole.CANDIDATE).values_list(
             "pair_id", flat=True
         )
-        for pair_id in pairs:
-            row = row_of.get(pair_id)
-            answers = int(fit.answers[row]) if row is not None else 0
-            p = float(fit.probability[row]) if row is not None else 0.5
-            settled = max(p, 1 - p) >= campaign.settle_probability and answers + machine >= campaign.settle_min_answers
-            if not settled and answers < campaign.max_answers_per_pair:
-                return True
-        return False
+        return any(pair_id in still_open for pair_id in pairs)
 
 
 def _found_careless_before(assignment) -> bool:
@@ -110,11 +136,14 @@ def _found_careless_before(assignment) -> bool:
     return any(FLAG_PEER_DISAGREEMENT in (flags or []) for flags in earlier)
 
 
-def assignment_crowd_flags(*, assignment, check: CrowdCheck) -> tuple[list[str], bool]:
+def assignment_crowd_flags(*, assignment, check: CrowdCheck, settled_only: bool = False) -> tuple[list[str], bool]:
     """The flags the crowd's posterior gives a due assignment, and whether there was enough evidence to
-    judge it (when not, the caller may wait for more answers)."""
+    judge it (when not, the caller may wait for more answers). With `settled_only` (the caller can still wait
+    for the assignment's pairs to settle) the evidence is the settled pairs', which may condemn but not clear
+    while one of the assignment's own pairs is still open: `enough` is then False unless the worker is found
+    careless."""
     min_items = _setting("QUALITY_PEER_MIN_ITEMS", 8)
-    this, overall = check.evidence(assignment)
+    this, overall = check.evidence(assignment, settled_only=settled_only)
     enough = overall.compared >= min_items
     flags = []
     careless = (enough and overall.p_below >= _setting("QUALITY_POSTERIOR_FLAG_LEVEL", 0.7)) or (
@@ -124,6 +153,8 @@ def assignment_crowd_flags(*, assignment, check: CrowdCheck) -> tuple[list[str],
         careless = True  # too little to clear a worker the crowd already found careless on this campaign
     if careless:
         flags.append(FLAG_PEER_DISAGREEMENT)
+    elif settled_only and check.collecting(assignment):
+        enough = False  # not careless on the settled pairs so far: its open pairs may still tell against them
     missed = (assignment.gold_total or 0) - (assignment.gold_correct or 0)
     if missed > 0:
         vouched = enough and not careless and overall.p_below < _setting("QUALITY_POSTERIOR_EXCUSE_BELOW", 0.7)

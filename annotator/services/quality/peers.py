@@ -66,13 +66,11 @@ def assignment_peer_agreement(*, assignment: Assignment) -> tuple[int, int]:
     return peer_agreement(own=own, peers=peers)
 
 
-def _wait_for_peers(assignment: Assignment, *, enough: bool, now, check: CrowdCheck) -> bool:
-    """Whether to put the approval off: too little evidence from the other workers yet, the pairs still
-    collecting answers (an open HIT asking for more than one, or, in a live campaign with adaptive
-    redundancy, an unsettled pair that follow-up HITs will ask again), and the extra wait
-    (QUALITY_PEER_WAIT_HOURS after the auto-approval time) not over."""
-    if enough:
-        return False
+def _may_wait(assignment: Assignment, *, now, check: CrowdCheck) -> bool:
+    """Whether the approval may still be put off for more answers: the pairs still collecting answers (an
+    open HIT asking for more than one, or, in a live campaign with adaptive redundancy, an unsettled pair
+    that follow-up HITs will ask again), and the extra wait (QUALITY_PEER_WAIT_HOURS after the auto-approval
+    time) not over. A finished campaign, settled pairs or the end of the wait end it: nothing waits forever."""
     hit = assignment.hit
     campaign = hit.campaign
     collecting = (hit.status == HitStatus.OPEN and hit.assignments_required > 1) or (
@@ -121,9 +119,11 @@ def assignments_auto_approve_due(*, now=None, limit: int = 500) -> int:
                 or assignment.auto_approve_at > now
             ):
                 continue
-            flags, enough = assignment_crowd_flags(assignment=assignment, check=check)
+            may_wait = _may_wait(assignment, now=now, check=check)
+            # While more answers are coming, judge on the settled pairs only (they may condemn, not clear).
+            flags, enough = assignment_crowd_flags(assignment=assignment, check=check, settled_only=may_wait)
             # Too little evidence yet: wait for it, also when a tolerated gold miss is all that stands out.
-            if FLAG_PEER_DISAGREEMENT not in flags and _wait_for_peers(assignment, enough=enough, now=now, check=check):
+            if FLAG_PEER_DISAGREEMENT not in flags and not enough and may_wait:
                 assignment.auto_approve_at = now + timedelta(hours=1)  # look again when more answers are in
                 assignment.save(update_fields=["auto_approve_at"])
                 continue
