@@ -13,8 +13,10 @@ takes the checked worker's own answers out of the comparison. The flag rule, per
   (a worker careful on one HIT and careless on the next);
 - with too little evidence to judge (a short follow-up HIT), `disagrees_with_peers` again when another of the
   worker's assignments on the campaign was flagged so and not approved;
-- a tolerated gold miss is excused when that probability is below QUALITY_POSTERIOR_EXCUSE_BELOW (or the
-  worker's gold record is trusted); otherwise `gold_failed`.
+- a tolerated gold miss is excused when that probability, judged on the worker's candidate answers and all
+  their gold answers in the campaign together (at least QUALITY_PEER_MIN_ITEMS of informative comparisons, a
+  gold answer counting one), is below QUALITY_POSTERIOR_EXCUSE_BELOW (or the worker's gold record is
+  trusted); otherwise `gold_failed`.
 
 Waiting for the pairs to settle (`settled_only`): while the assignment's pairs are still collecting answers
 (CrowdCheck.collecting) the caller may wait, and then judges on the *settled* pairs only (settled, or with
@@ -95,6 +97,24 @@ class CrowdCheck:
         overall = worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=candidates, below=below)
         return this, overall
 
+    def evidence_with_gold(self, assignment, *, settled_only: bool = False) -> WorkerEvidence:
+        """The worker's accuracy on all their candidate answers in the campaign and their gold answers together
+        (gold's truth is known, so each gold answer counts fully): the joint evidence a gold miss is weighed
+        against."""
+        from annotator.analysis.posterior import worker_evidence
+
+        campaign = assignment.hit.campaign
+        fit, candidates = self.fit_for(campaign)
+        if settled_only:
+            candidates = candidates - self.open_pairs(campaign)
+        gold = set(
+            HitItem.objects.filter(hit__campaign=campaign, role__in=[ItemRole.GOLD_POSITIVE, ItemRole.GOLD_NEGATIVE])
+            .values_list("pair_id", flat=True)
+            .distinct()
+        )
+        below = _setting("QUALITY_POSTERIOR_FLAG_BELOW", 0.7)
+        return worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=candidates | gold, below=below)
+
     def open_pairs(self, campaign: Campaign) -> set[int]:
         """The candidate pairs adaptive redundancy will still ask about: unsettled in the label fit, with fewer
         than max_answers_per_pair answers."""
@@ -157,7 +177,14 @@ def assignment_crowd_flags(*, assignment, check: CrowdCheck, settled_only: bool 
         enough = False  # not careless on the settled pairs so far: its open pairs may still tell against them
     missed = (assignment.gold_total or 0) - (assignment.gold_correct or 0)
     if missed > 0:
-        vouched = enough and not careless and overall.p_below < _setting("QUALITY_POSTERIOR_EXCUSE_BELOW", 0.7)
+        # The miss is weighed with everything else known about the worker: their other gold answers and their
+        # candidate answers against the crowd's, jointly.
+        joint = check.evidence_with_gold(assignment, settled_only=settled_only)
+        vouched = (
+            not careless
+            and joint.compared >= min_items
+            and joint.p_below < _setting("QUALITY_POSTERIOR_EXCUSE_BELOW", 0.7)
+        )
         if not vouched and not is_trusted(
             worker_trust(worker=assignment.worker, requester_id=assignment.hit.campaign.owner_id), trust_policy()
         ):

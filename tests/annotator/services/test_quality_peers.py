@@ -133,3 +133,18 @@ def test_too_little_evidence_does_not_clear_a_worker_found_careless_before():
     stranger.refresh_from_db()
     assert again.flags == [FLAG_PEER_DISAGREEMENT] and again.status == AssignmentStatus.SUBMITTED
     assert stranger.status == AssignmentStatus.APPROVED  # no record against them: too little evidence is no flag
+
+
+def test_a_tolerated_miss_is_weighed_with_the_workers_gold_and_answers_together():
+    """Seven candidates are too few comparisons to vouch for a gold miss on the candidates alone; with the
+    HIT's two gold answers counted too (one right, one missed) the worker who agrees with both peers on every
+    pair is excused, and one who contradicts them on most pairs is not."""
+    hit = hit_with_gold(candidates=7, tolerated_gold_misses=1, redundancy=4)
+    _peers(hit, n=2, candidate="no")
+    careful = assignment_score(assignment_id=submit(hit, candidate="no", gold_positive="mostly_no").pk)
+    guesser = assignment_score(assignment_id=submit(hit, candidate="yes", gold_positive="mostly_no").pk)
+    assignments_auto_approve_due(now=timezone.now() + LATER)
+    careful.refresh_from_db()
+    guesser.refresh_from_db()
+    assert careful.status == AssignmentStatus.APPROVED
+    assert FLAG_GOLD_FAILED in guesser.flags and guesser.status == AssignmentStatus.SUBMITTED
