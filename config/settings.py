@@ -282,8 +282,6 @@ QUALITY_PEER_WAIT_HOURS = env.float("QUALITY_PEER_WAIT_HOURS", default=72.0)
 QUALITY_POSTERIOR_FLAG_BELOW = env.float("QUALITY_POSTERIOR_FLAG_BELOW", default=0.7)
 QUALITY_POSTERIOR_FLAG_LEVEL = env.float("QUALITY_POSTERIOR_FLAG_LEVEL", default=0.7)
 QUALITY_POSTERIOR_HIT_LEVEL = env.float("QUALITY_POSTERIOR_HIT_LEVEL", default=0.95)
-# ... or at least HIT_LEVEL over as few as STRONG_MIN_ITEMS comparisons in the campaign.
-QUALITY_POSTERIOR_STRONG_MIN_ITEMS = env.float("QUALITY_POSTERIOR_STRONG_MIN_ITEMS", default=5.0)
 QUALITY_POSTERIOR_EXCUSE_BELOW = env.float("QUALITY_POSTERIOR_EXCUSE_BELOW", default=0.7)
 # The label posterior's prior on a worker (annotator/analysis/posterior.py): a careful crowd worker is right this
 # often, worth STRENGTH answers of evidence; the crowd check judges workers against a more sceptical crowd

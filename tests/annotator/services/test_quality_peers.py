@@ -148,18 +148,3 @@ def test_a_tolerated_miss_is_weighed_with_the_workers_gold_and_answers_together(
     guesser.refresh_from_db()
     assert careful.status == AssignmentStatus.APPROVED
     assert FLAG_GOLD_FAILED in guesser.flags and guesser.status == AssignmentStatus.SUBMITTED
-
-
-def test_strong_evidence_on_few_pairs_flags_a_guesser():
-    """Six pairs three peers agree on: fewer comparisons than QUALITY_PEER_MIN_ITEMS, but a worker who
-    contradicts all six is careless beyond doubt (QUALITY_POSTERIOR_STRONG_MIN_ITEMS), and one who agrees is
-    paid."""
-    hit = hit_with_gold(candidates=6, redundancy=5)
-    _peers(hit, n=3, candidate="no")
-    guesser = assignment_score(assignment_id=submit(hit, candidate="yes").pk)
-    careful = assignment_score(assignment_id=submit(hit, candidate="no").pk)
-    assignments_auto_approve_due(now=timezone.now() + LATER)
-    guesser.refresh_from_db()
-    careful.refresh_from_db()
-    assert guesser.flags == [FLAG_PEER_DISAGREEMENT]
-    assert careful.status == AssignmentStatus.APPROVED
