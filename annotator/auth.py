@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.db import connection
 
-from annotator.rows import attach, instances, select_list, table
+from annotator.rows import attach, ids_fit, instances, select_list, table
 
 
 @cache
@@ -36,6 +36,8 @@ def user_with_role(user_id) -> object | None:
     try:
         user_id = int(user_id)  # the session holds it as text
     except (TypeError, ValueError):
+        return None
+    if not ids_fit(user_id):
         return None
     with connection.cursor() as cursor:
         cursor.execute(_user_sql(connection.vendor), [user_id])

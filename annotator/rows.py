@@ -34,6 +34,15 @@ def select_list(model: type[Model], alias: str) -> str:
     return ", ".join(f"{alias}.{quote(column)}" for column in _columns(model))
 
 
+BIGINT_RANGE = range(-(2**63), 2**63)
+
+
+def ids_fit(*values: int) -> bool:
+    """Whether every id fits a 64-bit key column. An id from a URL may not, and PostgreSQL answers an
+    out-of-range parameter with an error; the ORM returns no rows for it, and so do callers of this module."""
+    return all(value in BIGINT_RANGE for value in values)
+
+
 def table(model: type[Model]) -> str:
     return connection.ops.quote_name(model._meta.db_table)
 

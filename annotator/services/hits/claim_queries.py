@@ -34,7 +34,7 @@ from annotator.models import (
     Worker,
     WorkerStanding,
 )
-from annotator.rows import attach, instances, select_list, table
+from annotator.rows import attach, ids_fit, instances, select_list, table
 
 
 def _locks() -> bool:
@@ -56,6 +56,8 @@ def _worker_with_campaign_sql(vendor: str, locks: bool) -> str:
 
 
 def lock_worker_with_campaign(*, worker_id: int, campaign_id: int) -> tuple[Worker | None, Campaign | None]:
+    if not ids_fit(campaign_id):
+        campaign_id = None  # an id from a URL past the key range: no such campaign
     with connection.cursor() as cursor:
         cursor.execute(_worker_with_campaign_sql(connection.vendor, _locks()), [campaign_id, worker_id])
         row = cursor.fetchone()
