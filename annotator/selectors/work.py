@@ -112,14 +112,18 @@ def _answers_sql(vendor: str) -> str:
     return f"SELECT {select_list(Answer, 'x')} FROM {table(Answer)} x WHERE x.assignment_id = %s"
 
 
+def assignment_answer_rows(*, assignment_id: int) -> list[Answer]:
+    """The assignment's stored answers. SQL text (`annotator.rows`): every HIT page and submit reads them."""
+    with connection.cursor() as cursor:
+        cursor.execute(_answers_sql(connection.vendor), [assignment_id])
+        return [instances(row, Answer)[0] for row in cursor.fetchall()]
+
+
 def assignment_answers_for_worker(*, assignment: Assignment) -> dict[str, dict]:
     """The assignment's own saved answers keyed by item token (never anyone else's)."""
     item_to_token = {item_id: token for token, item_id in hit_item_tokens(hit=assignment.hit).items()}
     answers = {}
-    with connection.cursor() as cursor:  # SQL text (`annotator.rows`): every HIT page and submit reads them
-        cursor.execute(_answers_sql(connection.vendor), [assignment.pk])
-        rows = cursor.fetchall()
-    for answer in (instances(row, Answer)[0] for row in rows):
+    for answer in assignment_answer_rows(assignment_id=assignment.pk):
         token = item_to_token.get(answer.item_id)
         if token is None:
             continue

@@ -26,7 +26,7 @@ from annotator.models import (
 )
 from annotator.queue import enqueue_on_commit
 from annotator.scales import answer_followups, answer_missing_part, hit_rules
-from annotator.selectors.work import hit_item_tokens
+from annotator.selectors.work import assignment_answer_rows, hit_item_tokens
 from annotator.services.campaigns.budget import campaign_budget_enforce
 from annotator.services.hits.assignments import assignment_transition, check_open_lease, lock_own_assignment
 
@@ -279,7 +279,7 @@ def assignment_submit(
             return locked
         check_open_lease(locked, now)
         tokens = hit_item_tokens(hit=locked.hit)
-        stored = {answer.item_id: answer for answer in Answer.objects.filter(assignment=locked)}
+        stored = {answer.item_id: answer for answer in assignment_answer_rows(assignment_id=locked.pk)}
         if answers:
             _apply_final_answers(assignment=locked, entries=answers, tokens=tokens, stored=stored, now=now)
         missing = _missing_items(
