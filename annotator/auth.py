@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.db import connection
 
-from annotator.rows import attach, ids_fit, instances, select_list, table
+from annotator.rows import attach, fetch_one, ids_fit, instances, select_list, table
 
 
 @cache
@@ -39,9 +39,7 @@ def user_with_role(user_id) -> object | None:
         return None
     if not ids_fit(user_id):
         return None
-    with connection.cursor() as cursor:
-        cursor.execute(_user_sql(connection.vendor), [user_id])
-        row = cursor.fetchone()
+    row = fetch_one(_user_sql(connection.vendor), [user_id])
     if row is None:
         return None
     user, profile, worker = instances(row, get_user_model(), Profile, Worker)

@@ -12,10 +12,18 @@ what the ORM would have built: fields, `_state` and the related-object caches.
     attach(assignment, "hit", hit)
 
 Only reads that run on every worker request belong here; everything else stays in the ORM.
+
+On PostgreSQL, `fetch_one` / `fetch_all` run each statement as a prepared statement of the connection
+(PREPARE once per connection, then EXECUTE): planning the claim's HIT query took 0.7 ms, running it 0.12 ms.
+Statements are named after their text, so the same text is prepared once per connection. (A pooler in
+transaction mode, which hands one session's statements to another connection, does not mix with this;
+Vericap keeps its own connections: CONN_MAX_AGE.)
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from functools import cache
 
 from django.db import connection
@@ -87,3 +95,52 @@ def attach(instance: Model, name: str, related: Model | None) -> None:
     descriptor = getattr(type(instance), name)
     holder = descriptor.related if isinstance(descriptor, ReverseOneToOneDescriptor) else descriptor.field
     holder.set_cached_value(instance, related)
+
+
+_PLACEHOLDER = re.compile(r"%s")
+
+
+@cache
+def _prepared(sql: str) -> tuple[str, str, str]:
+    """(name, PREPARE statement, EXECUTE statement with %s for the driver) of one SQL text."""
+    name = "vc_" + hashlib.sha1(sql.encode()).hexdigest()[:20]
+    count = 0
+
+    def numbered(_match):
+        nonlocal count
+        count += 1
+        return f"${count}"
+
+    prepare = f"PREPARE {name} AS {_PLACEHOLDER.sub(numbered, sql)}"
+    execute = f"EXECUTE {name}({', '.join(['%s'] * count)})" if count else f"EXECUTE {name}"
+    return name, prepare, execute
+
+
+def _execute(cursor, sql: str, params) -> None:
+    if connection.vendor != "postgresql":
+        cursor.execute(sql, params)
+        return
+    name, prepare, execute = _prepared(sql)
+    raw = connection.connection
+    known = getattr(connection, "_vericap_prepared", None)
+    if known is None or known[0] is not raw:  # a new connection (or a replaced one) has none of them
+        known = (raw, set())
+        connection._vericap_prepared = known
+    if name not in known[1]:
+        cursor.execute(prepare)
+        known[1].add(name)
+    cursor.execute(execute, params)
+
+
+def fetch_one(sql: str, params):
+    """The first row of `sql` (%s placeholders), prepared once per connection on PostgreSQL."""
+    with connection.cursor() as cursor:
+        _execute(cursor, sql, params)
+        return cursor.fetchone()
+
+
+def fetch_all(sql: str, params) -> list:
+    """Every row of `sql` (%s placeholders), prepared once per connection on PostgreSQL."""
+    with connection.cursor() as cursor:
+        _execute(cursor, sql, params)
+        return cursor.fetchall()

@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils.crypto import constant_time_compare, salted_hmac
 
 from annotator.models import Caption, Hit, HitItem, Image, Pair
-from annotator.rows import table
+from annotator.rows import fetch_all, table
 
 _TOKEN_SALT = "vericap.hit-item-token"
 WORKER_ITEM_KEYS = (
@@ -59,9 +59,7 @@ def hit_worker_items(*, hit: Hit) -> list[dict]:
     """
     files = Image._meta.get_field("file").storage
     thumbnails = Image._meta.get_field("thumbnail").storage
-    with connection.cursor() as cursor:
-        cursor.execute(_items_sql(connection.vendor), [hit.pk])
-        rows = cursor.fetchall()
+    rows = fetch_all(_items_sql(connection.vendor), [hit.pk])
     entries = []
     for number, (item_id, kind, file, thumbnail, text, other_file, other_thumbnail, other_text) in enumerate(
         rows, start=1

@@ -27,7 +27,7 @@ from annotator.models import (
     Worker,
     WorkerStanding,
 )
-from annotator.rows import attach, ids_fit, instances, select_list, table
+from annotator.rows import attach, fetch_all, fetch_one, ids_fit, instances, select_list, table
 from annotator.selectors.hits import hit_item_token, hit_worker_items
 
 
@@ -114,9 +114,7 @@ def _answers_sql(vendor: str) -> str:
 
 def assignment_answer_rows(*, assignment_id: int) -> list[Answer]:
     """The assignment's stored answers. SQL text (`annotator.rows`): every HIT page and submit reads them."""
-    with connection.cursor() as cursor:
-        cursor.execute(_answers_sql(connection.vendor), [assignment_id])
-        return [instances(row, Answer)[0] for row in cursor.fetchall()]
+    return [instances(row, Answer)[0] for row in fetch_all(_answers_sql(connection.vendor), [assignment_id])]
 
 
 def assignment_answers_for_worker(*, assignment: Assignment) -> dict[str, dict]:
@@ -152,9 +150,7 @@ def assignment_for_worker(*, worker: Worker, assignment_id: int) -> Assignment |
     assignment does not exist for them). SQL text (`annotator.rows`): every HIT page reads it."""
     if not ids_fit(assignment_id):
         return None
-    with connection.cursor() as cursor:
-        cursor.execute(_own_assignment_sql(connection.vendor), [assignment_id, worker.pk])
-        row = cursor.fetchone()
+    row = fetch_one(_own_assignment_sql(connection.vendor), [assignment_id, worker.pk])
     if row is None:
         return None
     assignment, hit, campaign = instances(row, Assignment, Hit, Campaign)

@@ -7,8 +7,8 @@ from django.test.utils import CaptureQueriesContext
 
 from annotator.auth import user_with_role
 from annotator.errors import ApplicationError
-from annotator.models import Assignment, Campaign, Hit, Role, WorkerStanding
-from annotator.rows import instances, select_list, table
+from annotator.models import Assignment, Campaign, Hit, Role, Worker, WorkerStanding
+from annotator.rows import fetch_one, instances, select_list, table
 from annotator.services.hits import claim_queries
 from annotator.services.hits.assignments import lock_own_assignment
 from tests.factories import AssignmentFactory, WorkerFactory, live_campaign_with_hits
@@ -51,7 +51,7 @@ def test_the_user_comes_with_role_and_worker_in_one_query():
         loaded_requester = user_with_role(str(requester.pk))  # the session keeps the id as text
         assert loaded_requester.profile.role == Role.REQUESTER
         assert getattr(loaded_requester, "worker", None) is None  # no Worker: DoesNotExist, as select_related
-    assert len(queries) == 2
+    assert len([query for query in queries if not query["sql"].startswith("PREPARE")]) == 2
     expected = get_user_model().objects.get(pk=worker.user_id)
     assert field_values(loaded) == field_values(expected)
     assert user_with_role(10**9) is None and user_with_role("not a number") is None
@@ -85,3 +85,21 @@ def test_the_claims_campaign_read_carries_the_owners_standing_and_the_qualificat
         nobody, _ = claim_queries.lock_worker_with_campaign(worker_id=10**9, campaign_id=campaign.pk)
     assert (loaded.owner_blocked_worker, loaded.owner_soft_blocked_worker) == (False, True)
     assert missing is None and nobody is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_is_prepared_once_per_connection_and_again_on_a_new_one():
+    worker = WorkerFactory()
+    # A text no other test runs, so this connection has not prepared it yet.
+    sql = f"SELECT {select_list(Worker, 'w')} FROM {table(Worker)} w WHERE w.id = %s AND w.pseudonym <> 'prep'"
+
+    def statements(call):
+        with CaptureQueriesContext(connection) as queries:
+            rows = [call() for _ in range(3)]
+        assert rows[0] == rows[1] == rows[2] and instances(rows[0], Worker)[0].pk == worker.pk
+        return [query["sql"].split(" ")[0] for query in queries]
+
+    expected = ["PREPARE", "EXECUTE", "EXECUTE", "EXECUTE"] if connection.vendor == "postgresql" else ["SELECT"] * 3
+    assert statements(lambda: fetch_one(sql, [worker.pk])) == expected
+    connection.close()  # a replaced connection (a restart, CONN_MAX_AGE) has none of its statements
+    assert statements(lambda: fetch_one(sql, [worker.pk])) == expected

@@ -26,7 +26,7 @@ from annotator.models import (
     WrongAspect,
 )
 from annotator.queue import enqueue_on_commit
-from annotator.rows import table
+from annotator.rows import fetch_one, table
 from annotator.scales import answer_followups, answer_missing_part, hit_rules
 from annotator.selectors.work import assignment_answer_rows, assignment_for_worker, hit_item_tokens
 from annotator.services.campaigns.budget import campaign_budget_enforce
@@ -148,9 +148,7 @@ def _write_answer_if_open(
         for field in (Answer._meta.get_field(name) for name in _ANSWER_FIELDS)
     ]
     params += [assignment.pk, worker.pk, AssignmentStatus.RESERVED.value, now]
-    with connection.cursor() as cursor:
-        cursor.execute(_answer_upsert_sql(connection.vendor, connection.features.has_select_for_update_of), params)
-        row = cursor.fetchone()
+    row = fetch_one(_answer_upsert_sql(connection.vendor, connection.features.has_select_for_update_of), params)
     if row is None:
         return None
     answer.pk, answer.seconds_spent = row

@@ -29,7 +29,7 @@ from annotator.models import (
     WorkerStanding,
 )
 from annotator.models.state import check_transition
-from annotator.rows import attach, ids_fit, instances, select_list, table
+from annotator.rows import attach, fetch_one, ids_fit, instances, select_list, table
 from annotator.selectors.work import worker_is_qualified
 from annotator.services.hits import claim_queries
 from annotator.services.hits.hit_room import assignment_left_active, hit_room_freed, hit_room_recount
@@ -253,9 +253,7 @@ def lock_own_assignment(*, assignment: Assignment, worker: Worker) -> Assignment
     if not ids_fit(assignment.pk):
         raise ApplicationError("No such assignment.", status=404)
     lock_clause = " FOR UPDATE OF a" if connection.features.has_select_for_update_of else ""
-    with connection.cursor() as cursor:
-        cursor.execute(_locked_assignment_sql(connection.vendor, lock_clause), [assignment.pk])
-        row = cursor.fetchone()
+    row = fetch_one(_locked_assignment_sql(connection.vendor, lock_clause), [assignment.pk])
     if row is None:
         raise ApplicationError("No such assignment.", status=404)
     locked, hit, campaign = instances(row, Assignment, Hit, Campaign)

@@ -34,7 +34,7 @@ from annotator.models import (
     Worker,
     WorkerStanding,
 )
-from annotator.rows import attach, ids_fit, instances, select_list, table
+from annotator.rows import attach, fetch_all, fetch_one, ids_fit, instances, select_list, table
 
 
 def _locks() -> bool:
@@ -58,9 +58,7 @@ def _worker_with_campaign_sql(vendor: str, locks: bool) -> str:
 def lock_worker_with_campaign(*, worker_id: int, campaign_id: int) -> tuple[Worker | None, Campaign | None]:
     if not ids_fit(campaign_id):
         campaign_id = None  # an id from a URL past the key range: no such campaign
-    with connection.cursor() as cursor:
-        cursor.execute(_worker_with_campaign_sql(connection.vendor, _locks()), [campaign_id, worker_id])
-        row = cursor.fetchone()
+    row = fetch_one(_worker_with_campaign_sql(connection.vendor, _locks()), [campaign_id, worker_id])
     if row is None:
         return None, None
     worker, campaign = instances(row[:-3], Worker, Campaign)
@@ -82,9 +80,7 @@ def _own_reserved_sql(vendor: str, locks: bool) -> str:
 
 
 def lock_own_reserved(*, worker_id: int, campaign_id: int) -> list[Assignment]:
-    with connection.cursor() as cursor:
-        cursor.execute(_own_reserved_sql(connection.vendor, _locks()), [worker_id, campaign_id])
-        rows = cursor.fetchall()
+    rows = fetch_all(_own_reserved_sql(connection.vendor, _locks()), [worker_id, campaign_id])
     return [instances(row, Assignment)[0] for row in rows]
 
 
@@ -114,9 +110,7 @@ def next_hit_with_room(*, campaign: Campaign, worker_id: int, skipped: list[int]
     sql = _next_hit_sql(connection.vendor, _locks(), len(skipped), wait)
     # campaign, worker (not had), worker + campaign (pairs seen), then the skipped HITs
     params = [campaign.pk, worker_id, worker_id, campaign.pk, *skipped]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
+    row = fetch_one(sql, params)
     if row is None:
         return None
     hit = instances(row, Hit)[0]

@@ -15,17 +15,16 @@ The rules that keep the flag safe:
 from django.db import connection
 
 from annotator.models import ACTIVE_ASSIGNMENT_STATUSES, Assignment, Hit
-from annotator.rows import table
+from annotator.rows import fetch_one, table
 
 _ACTIVE = ", ".join(f"'{status.value}'" for status in ACTIVE_ASSIGNMENT_STATUSES)
 
 
 def hit_active_count(*, hit_id: int) -> int:
     # SQL text, not the ORM: every claim counts once, and compiling the count cost more than running it.
-    with connection.cursor() as cursor:
-        sql = f"SELECT COUNT(*) FROM {table(Assignment)} WHERE hit_id = %s AND status IN ({_ACTIVE})"
-        cursor.execute(sql, [hit_id])
-        return cursor.fetchone()[0]
+    return fetch_one(f"SELECT COUNT(*) FROM {table(Assignment)} WHERE hit_id = %s AND status IN ({_ACTIVE})", [hit_id])[
+        0
+    ]
 
 
 def hit_room_recount(*, hit: Hit, adding: int = 0) -> int:
