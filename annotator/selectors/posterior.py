@@ -19,7 +19,18 @@ from django.conf import settings
 from django.db.models import Q
 
 from annotator.analysis.posterior import PosteriorFit, PosteriorPrior, fit_posterior
-from annotator.models import Answer, AssignmentStatus, Campaign, HitItem, ItemRole, Pair, PairSource, Scale
+from annotator.models import (
+    Answer,
+    AssignmentStatus,
+    Campaign,
+    Candidate,
+    HitItem,
+    ItemRole,
+    Pair,
+    PairKind,
+    PairSource,
+    Scale,
+)
 
 GOLD_TRUTH = {ItemRole.GOLD_POSITIVE: True, ItemRole.GOLD_NEGATIVE: False}
 SIMILARITY_POSITIVE_AT = 3.0
@@ -41,13 +52,17 @@ def working_answers() -> Q:
 
 def machine_features(*, campaign: Campaign, pair_ids=None) -> dict[int, np.ndarray]:
     """Per pair, for each of the campaign's runs: proposed (0/1), 1/rank and the score standardised within
-    the run (0 when the run did not propose the pair); then how many runs proposed it and whether it is one
-    of the dataset's own (original) pairs. The machine prior's logistic model reads these."""
+    the run (0 when the run did not propose the pair); then for each run and each direction (image to
+    caption, caption to image) whether the pair is in the run's whole top-k, 1/rank and the standardised
+    score there (what every run thinks of the pairs the others proposed, deeper than the pool, and from the
+    other side); then how many runs proposed it and whether it is one of the dataset's own (original)
+    pairs. The machine prior's logistic model reads these."""
     run_ids = sorted(campaign.runs.values_list("pk", flat=True))
     if not run_ids:
         return {}
     column = {run: k for k, run in enumerate(run_ids)}
-    width = 3 * len(run_ids) + 2
+    deep = 3 * len(run_ids)  # where the top-k columns start
+    width = 9 * len(run_ids) + 2
     rows = PairSource.objects.filter(pair__campaign=campaign, run_id__in=run_ids)
     pairs = Pair.objects.filter(campaign=campaign)
     if pair_ids is not None:
@@ -69,6 +84,32 @@ def machine_features(*, campaign: Campaign, pair_ids=None) -> dict[int, np.ndarr
         mean, std = stats[run_id]
         vector[k : k + 3] = (1.0, 1.0 / max(rank, 1), (score - mean) / std)
         vector[-2] += 1.0
+    image_caption = pairs.filter(kind=PairKind.IMAGE_CAPTION)
+    keys = {(image, caption): pk for pk, image, caption in image_caption.values_list("pk", "image_id", "caption_id")}
+    for offset, direction, queries, targets in (
+        (0, "i2t", "image_id", "caption_id"),
+        (3, "t2i", "caption_id", "image_id"),
+    ):
+        if not keys:
+            break
+        rows = Candidate.objects.filter(
+            run_id__in=run_ids,
+            direction=direction,
+            query_id__in=image_caption.values(queries),
+            target_id__in=image_caption.values(targets),
+        ).values_list("run_id", "query_id", "target_id", "rank", "score")
+        found = defaultdict(list)
+        for run_id, query, target, rank, score in rows:
+            key = (query, target) if direction == "i2t" else (target, query)
+            if key in keys:
+                found[run_id].append((keys[key], rank, score))
+        for run_id, hits in found.items():
+            values = np.array([score for _, _, score in hits])
+            mean, std = float(values.mean()), float(values.std()) or 1.0
+            k = deep + 6 * column[run_id] + offset
+            for pair_id, rank, score in hits:
+                vector = features.setdefault(pair_id, np.zeros(width))
+                vector[k : k + 3] = (1.0, 1.0 / max(rank, 1), (score - mean) / std)
     for pair_id in pairs.filter(is_original=True).values_list("pk", flat=True):
         features.setdefault(pair_id, np.zeros(width))[-1] = 1.0
     return features
@@ -87,12 +128,21 @@ def label_prior(*, check: bool = False) -> PosteriorPrior:
 def campaign_posterior(*, campaign: Campaign, approved_only: bool, prior: PosteriorPrior | None = None) -> PosteriorFit:
     """Fit the campaign's posterior: candidate answers are evidence, gold answers teach the model about the
     workers (their truth is known), and with campaign.machine_prior the machine annotators' evidence is
-    each pair's prior."""
+    each pair's prior.
+
+    A promoted gold pair (a candidate the crowd settled, then asked again as gold in follow-ups) is known
+    in the working posterior, where it judges workers as the gold scoring does; in the label posterior
+    (`approved_only`) it is a candidate like any other and its gold answers are more evidence on it: its
+    truth is only what the crowd said, so taking it as known would give its Label P = 0 or 1 with an
+    interval of width zero, a certainty the model drew from its own settling."""
     answers = Answer.objects.filter(item__hit__campaign=campaign)
     answers = (
         answers.filter(assignment__status=AssignmentStatus.APPROVED)
         if approved_only
         else answers.filter(working_answers())
+    )
+    candidates = set(
+        HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
     )
     pair_ids, worker_ids, verdicts, known = [], [], [], {}
     for pair_id, role, worker_id, choice, score in answers.values_list(
@@ -104,13 +154,10 @@ def campaign_posterior(*, campaign: Campaign, approved_only: bool, prior: Poster
         pair_ids.append(pair_id)
         worker_ids.append(worker_id)
         verdicts.append(said)
-        if role in GOLD_TRUTH:
+        if role in GOLD_TRUTH and not (approved_only and pair_id in candidates):
             known[pair_id] = GOLD_TRUTH[role]
     features = None
     if campaign.machine_prior:
-        candidates = set(
-            HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
-        )
         features = machine_features(campaign=campaign, pair_ids=candidates | set(known)) or None
         if features is not None:
             width = len(next(iter(features.values())))

@@ -4,7 +4,7 @@ machine evidence the posterior's prior reads."""
 import pytest
 
 from annotator.errors import ApplicationError
-from annotator.models import PairSource
+from annotator.models import Candidate, PairSource
 from annotator.selectors.posterior import machine_features
 from annotator.services.quality.policy import campaign_policy_update
 from tests.factories import CampaignFactory, PairFactory, RankingRunFactory
@@ -37,4 +37,34 @@ def test_machine_features_carry_rank_score_runs_and_the_original_pair():
     assert features[proposed.pk].tolist()[:2] == [1.0, 0.5] and features[proposed.pk][-1] == 0.0
     assert features[proposed.pk][-2] == 1.0  # proposed by one run
     bare = PairFactory(campaign=campaign, is_original=True)  # the dataset's own pair, proposed by no run
-    assert machine_features(campaign=campaign, pair_ids=[bare.pk])[bare.pk].tolist() == [0.0, 0.0, 0.0, 0.0, 1.0]
+    assert machine_features(campaign=campaign, pair_ids=[bare.pk])[bare.pk].tolist() == [0.0] * 9 + [0.0, 1.0]
+
+
+def test_machine_features_read_every_runs_whole_top_k_in_both_directions():
+    """A run that did not pool a pair still says where it ranked it: deeper in its top-k, or from the caption's
+    side; another run's pair it never ranked stays at zero."""
+    campaign = CampaignFactory()
+    first, second = RankingRunFactory(dataset=campaign.dataset), RankingRunFactory(dataset=campaign.dataset)
+    campaign.runs.add(first, second)
+    pair = PairFactory(campaign=campaign, mismatched=True)
+    other = PairFactory(campaign=campaign, mismatched=True)
+    PairSource.objects.create(pair=pair, run=first, direction="i2t", rank=1, score=0.9)
+    for run, direction, query, target, rank, score in (
+        (first, "i2t", pair.image_id, pair.caption_id, 1, 0.9),
+        (first, "i2t", other.image_id, other.caption_id, 3, 0.5),
+        (second, "i2t", pair.image_id, pair.caption_id, 12, 0.4),  # below the pool depth
+        (second, "t2i", pair.caption_id, pair.image_id, 2, 0.7),  # the caption's own ranking
+        (second, "t2i", other.caption_id, other.image_id, 4, 0.3),
+        (second, "t2i", pair.caption_id, other.image_id, 5, 0.2),  # a pair that is not the campaign's
+    ):
+        Candidate.objects.create(run=run, direction=direction, query_id=query, target_id=target, rank=rank, score=score)
+    features = machine_features(campaign=campaign)
+    row, bare = features[pair.pk], features[other.pk]
+    assert row[:6].tolist() == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]  # pooled by the first run only
+    first_i2t, second_i2t, second_t2i = row[6:9], row[12:15], row[15:18]
+    assert first_i2t[:2].tolist() == [1.0, 1.0] and first_i2t[2] > 0  # above the run's mean score
+    assert second_i2t.tolist() == [1.0, 1.0 / 12, 0.0]  # the second run's only i2t row: its own mean
+    assert second_t2i[:2].tolist() == [1.0, 0.5] and second_t2i[2] > 0
+    assert row[9:12].tolist() == [0.0, 0.0, 0.0]  # the first run ranked no caption-to-image rows
+    assert bare[12:15].tolist() == [0.0, 0.0, 0.0] and bare[15:17].tolist() == [1.0, 0.25] and bare[17] < 0
+    assert row[-2] == 1.0 and bare[-2] == 0.0  # proposed (pooled) by one run, by none
