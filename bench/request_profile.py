@@ -123,7 +123,7 @@ def main():
                 printed.add(op)
                 print(f"-- {len(capture.captured_queries)} statements in one {op}:")
                 for query in capture.captured_queries:
-                    print("  ", query["sql"][:400])
+                    print("  ", query["sql"][: int(os.environ.get("SQL_WIDTH", 400))])
         return response
 
     for index, key in enumerate(sessions):

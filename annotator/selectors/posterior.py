@@ -128,12 +128,21 @@ def label_prior(*, check: bool = False) -> PosteriorPrior:
 def campaign_posterior(*, campaign: Campaign, approved_only: bool, prior: PosteriorPrior | None = None) -> PosteriorFit:
     """Fit the campaign's posterior: candidate answers are evidence, gold answers teach the model about the
     workers (their truth is known), and with campaign.machine_prior the machine annotators' evidence is
-    each pair's prior."""
+    each pair's prior.
+
+    A promoted gold pair (a candidate the crowd settled, then asked again as gold in follow-ups) is known
+    in the working posterior, where it judges workers as the gold scoring does; in the label posterior
+    (`approved_only`) it is a candidate like any other and its gold answers are more evidence on it: its
+    truth is only what the crowd said, so taking it as known would give its Label P = 0 or 1 with an
+    interval of width zero, a certainty the model drew from its own settling."""
     answers = Answer.objects.filter(item__hit__campaign=campaign)
     answers = (
         answers.filter(assignment__status=AssignmentStatus.APPROVED)
         if approved_only
         else answers.filter(working_answers())
+    )
+    candidates = set(
+        HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
     )
     pair_ids, worker_ids, verdicts, known = [], [], [], {}
     for pair_id, role, worker_id, choice, score in answers.values_list(
@@ -145,13 +154,10 @@ def campaign_posterior(*, campaign: Campaign, approved_only: bool, prior: Poster
         pair_ids.append(pair_id)
         worker_ids.append(worker_id)
         verdicts.append(said)
-        if role in GOLD_TRUTH:
+        if role in GOLD_TRUTH and not (approved_only and pair_id in candidates):
             known[pair_id] = GOLD_TRUTH[role]
     features = None
     if campaign.machine_prior:
-        candidates = set(
-            HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
-        )
         features = machine_features(campaign=campaign, pair_ids=candidates | set(known)) or None
         if features is not None:
             width = len(next(iter(features.values())))

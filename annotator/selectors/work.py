@@ -6,7 +6,10 @@ the pair id, the role (gold or not) or the provenance. Qualification items use `
 follows the same rule.
 """
 
-from django.core.cache import cache
+from functools import cache
+
+from django.core.cache import cache as shared_cache
+from django.db import connection
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
@@ -24,6 +27,7 @@ from annotator.models import (
     Worker,
     WorkerStanding,
 )
+from annotator.rows import attach, fetch_all, fetch_one, ids_fit, instances, select_list, table
 from annotator.selectors.hits import hit_item_token, hit_worker_items
 
 
@@ -68,11 +72,11 @@ def hit_items_for_leased_worker(*, hit: Hit) -> list[dict]:
     items a build may still be writing.
     """
     key = f"hit-worker-items:{hit.pk}:{hit.created_at.timestamp()}"
-    items = cache.get(key)
+    items = shared_cache.get(key)
     if items is None:
         items = hit_worker_items(hit=hit)
         if items:  # a HIT being built has no items yet: never remember that
-            cache.set(key, items, HIT_ITEMS_CACHE_SECONDS)
+            shared_cache.set(key, items, HIT_ITEMS_CACHE_SECONDS)
     return items
 
 
@@ -103,11 +107,21 @@ def hit_item_tokens(*, hit: Hit) -> dict[str, int]:
     return dict(_hit_item_tokens_cached(hit.pk, hit.created_at.isoformat()))
 
 
+@cache
+def _answers_sql(vendor: str) -> str:
+    return f"SELECT {select_list(Answer, 'x')} FROM {table(Answer)} x WHERE x.assignment_id = %s"
+
+
+def assignment_answer_rows(*, assignment_id: int) -> list[Answer]:
+    """The assignment's stored answers. SQL text (`annotator.rows`): every HIT page and submit reads them."""
+    return [instances(row, Answer)[0] for row in fetch_all(_answers_sql(connection.vendor), [assignment_id])]
+
+
 def assignment_answers_for_worker(*, assignment: Assignment) -> dict[str, dict]:
     """The assignment's own saved answers keyed by item token (never anyone else's)."""
     item_to_token = {item_id: token for token, item_id in hit_item_tokens(hit=assignment.hit).items()}
     answers = {}
-    for answer in Answer.objects.filter(assignment=assignment):
+    for answer in assignment_answer_rows(assignment_id=assignment.pk):
         token = item_to_token.get(answer.item_id)
         if token is None:
             continue
@@ -122,9 +136,28 @@ def assignment_answers_for_worker(*, assignment: Assignment) -> dict[str, dict]:
     return answers
 
 
+@cache
+def _own_assignment_sql(vendor: str) -> str:
+    return (
+        f"SELECT {select_list(Assignment, 'a')}, {select_list(Hit, 'h')}, {select_list(Campaign, 'c')}"
+        f" FROM {table(Assignment)} a JOIN {table(Hit)} h ON h.id = a.hit_id"
+        f" JOIN {table(Campaign)} c ON c.id = h.campaign_id WHERE a.id = %s AND a.worker_id = %s"
+    )
+
+
 def assignment_for_worker(*, worker: Worker, assignment_id: int) -> Assignment | None:
-    """The worker's own assignment, or None (callers answer 404: another's assignment does not exist for them)."""
-    return Assignment.objects.select_related("hit__campaign", "worker").filter(pk=assignment_id, worker=worker).first()
+    """The worker's own assignment with its HIT and campaign, or None (callers answer 404: another's
+    assignment does not exist for them). SQL text (`annotator.rows`): every HIT page reads it."""
+    if not ids_fit(assignment_id):
+        return None
+    row = fetch_one(_own_assignment_sql(connection.vendor), [assignment_id, worker.pk])
+    if row is None:
+        return None
+    assignment, hit, campaign = instances(row, Assignment, Hit, Campaign)
+    attach(hit, "campaign", campaign)
+    attach(assignment, "hit", hit)
+    attach(assignment, "worker", worker)
+    return assignment
 
 
 def worker_paused_by(*, worker: Worker) -> set[int]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from functools import cache
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -25,8 +26,9 @@ from annotator.models import (
     WrongAspect,
 )
 from annotator.queue import enqueue_on_commit
+from annotator.rows import fetch_one, table
 from annotator.scales import answer_followups, answer_missing_part, hit_rules
-from annotator.selectors.work import hit_item_tokens
+from annotator.selectors.work import assignment_answer_rows, assignment_for_worker, hit_item_tokens
 from annotator.services.campaigns.budget import campaign_budget_enforce
 from annotator.services.hits.assignments import assignment_transition, check_open_lease, lock_own_assignment
 
@@ -97,47 +99,59 @@ def _clean_seconds(seconds_spent) -> float | None:
     return min(seconds, MAX_SECONDS_PER_ITEM)
 
 
-_ANSWER_UPSERT = """
-    INSERT INTO {table} (assignment_id, item_id, choice, score, shortcomings, wrong_aspects, comment,
-                         seconds_spent, updated_at)
-    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+_ANSWER_FIELDS = ("item", "choice", "score", "shortcomings", "wrong_aspects", "comment", "seconds_spent", "updated_at")
+
+# The answer is written only while its assignment is still this worker's open lease, checked and locked in
+# the same statement: the SELECT's FOR UPDATE waits for a submit holding the row and then re-reads it, so an
+# answer never lands on a submitted or expired HIT. On SQLite (no FOR UPDATE) the single writer serialises.
+_ANSWER_UPSERT_IF_OPEN = """
+    INSERT INTO {answers} (assignment_id, item_id, choice, score, shortcomings, wrong_aspects, comment,
+                           seconds_spent, updated_at)
+    SELECT a.id, {values} FROM {assignments} a
+    WHERE a.id = %s AND a.worker_id = %s AND a.status = %s AND a.expires_at > %s{lock}
     ON CONFLICT (assignment_id, item_id) DO UPDATE SET
         choice = excluded.choice, score = excluded.score, shortcomings = excluded.shortcomings,
         wrong_aspects = excluded.wrong_aspects, comment = excluded.comment, updated_at = excluded.updated_at,
-        seconds_spent = CASE WHEN excluded.seconds_spent > {table}.seconds_spent
-                             THEN excluded.seconds_spent ELSE {table}.seconds_spent END
+        seconds_spent = CASE WHEN excluded.seconds_spent > {answers}.seconds_spent
+                             THEN excluded.seconds_spent ELSE {answers}.seconds_spent END
     RETURNING id, seconds_spent
 """
 
 
-def _write_answer(*, assignment: Assignment, item_id: int, cleaned: dict, seconds: float | None) -> Answer:
-    """Insert or replace the answer in one statement (an autosave is most of the traffic).
+@cache
+def _answer_upsert_sql(vendor: str, locks: bool) -> str:
+    fields = [Answer._meta.get_field(name) for name in _ANSWER_FIELDS]
+    # PostgreSQL types a bare parameter in a SELECT list as text: say each column's type.
+    values = ", ".join(
+        f"CAST(%s AS {field.cast_db_type(connection)})" if vendor == "postgresql" else "%s" for field in fields
+    )
+    return _ANSWER_UPSERT_IF_OPEN.format(
+        answers=table(Answer), assignments=table(Assignment), values=values, lock=" FOR UPDATE OF a" if locks else ""
+    )
+
+
+def _write_answer_if_open(
+    *, assignment: Assignment, worker: Worker, item_id: int, cleaned: dict, seconds: float | None, now
+) -> Answer | None:
+    """Insert or replace the answer in one statement (an autosave is most of the traffic) if the assignment
+    is still the worker's open lease; None when it no longer is.
 
     The browser sends the item's cumulative time, so seconds_spent only grows: a stale tab never lowers it.
-    PostgreSQL and SQLite both speak INSERT ... ON CONFLICT ... RETURNING; the unique constraint on
-    (assignment, item) is the conflict target.
+    PostgreSQL and SQLite both speak INSERT ... SELECT ... ON CONFLICT ... RETURNING; the unique constraint
+    on (assignment, item) is the conflict target.
     """
     answer = Answer(
         assignment=assignment, item_id=item_id, **cleaned, seconds_spent=seconds or 0.0, updated_at=timezone.now()
     )
-    fields = [
-        Answer._meta.get_field(name)
-        for name in (
-            "assignment",
-            "item",
-            "choice",
-            "score",
-            "shortcomings",
-            "wrong_aspects",
-            "comment",
-            "seconds_spent",
-            "updated_at",
-        )
+    params = [
+        field.get_db_prep_save(getattr(answer, field.attname), connection)
+        for field in (Answer._meta.get_field(name) for name in _ANSWER_FIELDS)
     ]
-    params = [field.get_db_prep_save(getattr(answer, field.attname), connection) for field in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(_ANSWER_UPSERT.format(table=connection.ops.quote_name(Answer._meta.db_table)), params)
-        answer.pk, answer.seconds_spent = cursor.fetchone()
+    params += [assignment.pk, worker.pk, AssignmentStatus.RESERVED.value, now]
+    row = fetch_one(_answer_upsert_sql(connection.vendor, connection.features.has_select_for_update_of), params)
+    if row is None:
+        return None
+    answer.pk, answer.seconds_spent = row
     return answer
 
 
@@ -164,25 +178,37 @@ def answer_save(
 ) -> Answer:
     """Autosave one item of a reserved, unexpired assignment owned by `worker` (partial answers allowed).
 
-    Takes SELECT ... FOR UPDATE on the assignment (serialises with submit). Idempotent: saving the same
+    One unlocked read of the assignment (with its HIT and campaign) to check and clean the answer, then one
+    statement that writes it only while the lease is still open, with FOR UPDATE on the assignment row
+    (serialises with submit; no transaction of its own around two statements). Idempotent: saving the same
     answer twice leaves one row (unique assignment+item) with the same content. Follow-ups that no longer
     apply (a reason without a middle answer, an aspect without "wrong way") are dropped.
     """
     now = now or timezone.now()
-    with transaction.atomic():
-        locked = lock_own_assignment(assignment=assignment, worker=worker)
-        check_open_lease(locked, now)
-        item_id = _resolve_token(assignment=locked, item_token=item_token)
-        cleaned = _clean_answer(
-            campaign=locked.hit.campaign,
-            stage=locked.hit.stage,
-            choice=choice,
-            score=score,
-            shortcomings=shortcomings,
-            wrong_aspects=wrong_aspects,
-            comment=comment,
-        )
-        return _write_answer(assignment=locked, item_id=item_id, cleaned=cleaned, seconds=_clean_seconds(seconds_spent))
+    # Read without a lock to check and clean the answer; the write below checks the lease again, locked.
+    current = assignment_for_worker(worker=worker, assignment_id=assignment.pk)
+    if current is None:
+        raise ApplicationError("No such assignment.", status=404)
+    check_open_lease(current, now)
+    item_id = _resolve_token(assignment=current, item_token=item_token)
+    cleaned = _clean_answer(
+        campaign=current.hit.campaign,
+        stage=current.hit.stage,
+        choice=choice,
+        score=score,
+        shortcomings=shortcomings,
+        wrong_aspects=wrong_aspects,
+        comment=comment,
+    )
+    seconds = _clean_seconds(seconds_spent)
+    answer = _write_answer_if_open(
+        assignment=current, worker=worker, item_id=item_id, cleaned=cleaned, seconds=seconds, now=now
+    )
+    if answer is None:  # submitted, returned or expired since the read: say which, as the read would have
+        current = assignment_for_worker(worker=worker, assignment_id=assignment.pk)
+        check_open_lease(current, now)
+        raise ApplicationError("This HIT can no longer change.", status=409)
+    return answer
 
 
 def answer_missing(*, campaign: Campaign, answer: Answer | None, stage: str | None = None) -> str | None:
@@ -279,7 +305,7 @@ def assignment_submit(
             return locked
         check_open_lease(locked, now)
         tokens = hit_item_tokens(hit=locked.hit)
-        stored = {answer.item_id: answer for answer in Answer.objects.filter(assignment=locked)}
+        stored = {answer.item_id: answer for answer in assignment_answer_rows(assignment_id=locked.pk)}
         if answers:
             _apply_final_answers(assignment=locked, entries=answers, tokens=tokens, stored=stored, now=now)
         missing = _missing_items(

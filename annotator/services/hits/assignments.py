@@ -9,14 +9,14 @@ default) there is no SKIP LOCKED; its single writer serialises the same code.
 
 from __future__ import annotations
 
+from functools import cache
+
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.transaction import TransactionManagementError
 from django.utils import timezone
 
 from annotator.errors import ApplicationError
 from annotator.models import (
-    ACTIVE_ASSIGNMENT_STATUSES,
     ASSIGNMENT_TRANSITIONS,
     Assignment,
     AssignmentEvent,
@@ -25,13 +25,13 @@ from annotator.models import (
     CampaignStatus,
     Hit,
     HitItem,
-    HitStatus,
-    QualificationAttempt,
     Worker,
     WorkerStanding,
 )
 from annotator.models.state import check_transition
+from annotator.rows import attach, fetch_one, ids_fit, instances, select_list, table
 from annotator.selectors.work import worker_is_qualified
+from annotator.services.hits import claim_queries
 from annotator.services.hits.hit_room import assignment_left_active, hit_room_freed, hit_room_recount
 
 # Statuses that use up one of the worker's max_hits_per_worker (a returned or expired lease does not).
@@ -71,31 +71,12 @@ def assignment_transition(*, assignment: Assignment, target: str, actor=None, re
     return assignment
 
 
-def _lock_hits(queryset):
-    if connection.features.has_select_for_update_skip_locked:
-        return queryset.select_for_update(skip_locked=True, of=("self",))
-    return queryset
-
-
 def _can_lock() -> bool:
     return connection.features.has_select_for_update and connection.features.has_select_for_update_of
 
 
 # The campaigns a worker may open (work_campaign, work_claim); others do not exist for them.
 WORKER_VISIBLE_CAMPAIGN_STATUSES = (CampaignStatus.LIVE, CampaignStatus.PAUSED, CampaignStatus.FINISHED)
-
-
-def _with_owner_standing(campaigns, *, worker: Worker):
-    """Campaigns annotated with the owner's block and soft block of `worker`, and whether the worker passed
-    the campaign's qualification test, read in the same query."""
-    standing = WorkerStanding.objects.filter(requester_id=OuterRef("owner_id"), worker_id=worker.pk)
-    return campaigns.annotate(
-        owner_blocked_worker=Exists(standing.filter(blocked=True)),
-        owner_soft_blocked_worker=Exists(standing.filter(soft_blocked=True)),
-        worker_passed_qualification=Exists(
-            QualificationAttempt.objects.filter(campaign_id=OuterRef("pk"), worker_id=worker.pk, passed=True)
-        ),
-    )
 
 
 def _owner_standing(*, campaign: Campaign, worker: Worker) -> tuple[bool, bool]:
@@ -148,13 +129,8 @@ def _expire_own_stale_leases(*, worker: Worker, campaign: Campaign, now) -> Assi
 
     One locked read of the worker's reserved assignments in the campaign (usually none) does both.
     """
-    reserved = (
-        Assignment.objects.select_for_update()
-        .filter(worker=worker, hit__campaign=campaign, status=AssignmentStatus.RESERVED)
-        .order_by("reserved_at", "id")
-    )
     held = None
-    for assignment in reserved:
+    for assignment in claim_queries.lock_own_reserved(worker_id=worker.pk, campaign_id=campaign.pk):
         if assignment.expires_at <= now:
             assignment_transition(assignment=assignment, target=AssignmentStatus.EXPIRED, reason="lease expired")
         elif held is None:
@@ -180,9 +156,11 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
     """
     now = now or timezone.now()
     with transaction.atomic():
-        worker = Worker.objects.select_for_update().get(pk=worker.pk)
-        # The one read of the campaign (callers may pass Campaign(pk=...)): a draft or an unknown id is 404.
-        campaign = _with_owner_standing(Campaign.objects, worker=worker).filter(pk=campaign.pk).first()
+        # One read locks the worker and brings the campaign (callers may pass Campaign(pk=...)) with the
+        # owner's standing and the qualification: a draft or an unknown id is 404.
+        worker, campaign = claim_queries.lock_worker_with_campaign(worker_id=worker.pk, campaign_id=campaign.pk)
+        if worker is None:
+            raise ApplicationError("No such worker.", status=404)
         if campaign is None or campaign.status not in WORKER_VISIBLE_CAMPAIGN_STATUSES:
             raise ApplicationError("No such campaign.", status=404, extra={"reason": "no_campaign"})
         held = _expire_own_stale_leases(worker=worker, campaign=campaign, now=now)
@@ -198,58 +176,28 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
                     f"You have done the most HITs one person may do in this campaign ({campaign.max_hits_per_worker}).",
                     status=409,
                 )
-        already_mine = Assignment.objects.filter(hit=OuterRef("pk"), worker=worker)
-        candidates = (
-            Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN, has_room=True)
-            .exclude(Exists(already_mine))
-            .exclude(Exists(_repeats_for(worker=worker, campaign=campaign)))
-            .order_by("stage", "index")
-        )
         full: list[int] = []
         # Each round locks one HIT; a HIT found full after its lock is skipped. Bounded: every round excludes
         # one more HIT, and a full HIT is normally filtered before the lock by the stale-snapshot count.
-        active = Assignment.objects.filter(hit=OuterRef("pk"), status__in=ACTIVE_ASSIGNMENT_STATUSES)
         for _ in range(50):
-            with_room = (
-                candidates.exclude(pk__in=full)
-                .alias(active_n=_active_count_expression(active))
-                .filter(active_n__lt=F("assignments_required"))
-            )
-            hit = _lock_hits(with_room).first()
-            if hit is None:
+            hit = claim_queries.next_hit_with_room(campaign=campaign, worker_id=worker.pk, skipped=full)
+            if hit is None and _can_lock():
                 # Every HIT with room may be locked by other claimers right now: wait for one instead of
                 # answering "none left" while a slot may still be free (checked again under the lock).
-                hit = with_room.select_for_update(of=("self",)).first() if _can_lock() else None
+                hit = claim_queries.next_hit_with_room(campaign=campaign, worker_id=worker.pk, skipped=full, wait=True)
             if hit is None:
                 break
             if hit_room_recount(hit=hit, adding=1) >= hit.assignments_required:
                 full.append(hit.pk)
                 continue
-            hit.campaign = campaign
             return _reserve(hit=hit, worker=worker, now=now)
         raise ApplicationError("There is no HIT left for you in this campaign right now.", status=404)
-
-
-def _repeats_for(*, worker: Worker, campaign: Campaign):
-    """Items of the outer HIT whose pair this worker was shown before, in any HIT of the campaign.
-
-    A gold pair sits in up to gold_reuse_limit HITs and a candidate in one, so a pair met twice would mark
-    itself as gold: a worker is never handed a HIT holding a pair they have seen.
-    """
-    seen = HitItem.objects.filter(hit__campaign=campaign, hit__assignments__worker=worker).values("pair_id")
-    return HitItem.objects.filter(hit=OuterRef("pk"), pair_id__in=seen)
 
 
 def assignment_pairs_seen(*, hit: Hit, worker: Worker) -> bool:
     """Whether `hit` holds a pair `worker` was shown in another HIT of its campaign."""
     seen = HitItem.objects.filter(hit__campaign_id=hit.campaign_id, hit__assignments__worker=worker).exclude(hit=hit)
     return HitItem.objects.filter(hit=hit, pair_id__in=seen.values("pair_id")).exists()
-
-
-def _active_count_expression(active_subquery):
-    """The HIT's active assignments as a correlated COUNT (no GROUP BY, so FOR UPDATE is allowed)."""
-    counted = active_subquery.order_by().values("hit_id").annotate(n=Count("pk")).values("n")
-    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
 def assignment_claim_external(*, hit: Hit, worker: Worker, external_assignment_id: str, now=None) -> Assignment:
@@ -287,18 +235,32 @@ def assignment_claim_external(*, hit: Hit, worker: Worker, external_assignment_i
         )
 
 
+@cache
+def _locked_assignment_sql(vendor: str, lock_clause: str) -> str:
+    return (
+        f"SELECT {select_list(Assignment, 'a')}, {select_list(Hit, 'h')}, {select_list(Campaign, 'c')}"
+        f" FROM {table(Assignment)} a JOIN {table(Hit)} h ON h.id = a.hit_id"
+        f" JOIN {table(Campaign)} c ON c.id = h.campaign_id WHERE a.id = %s{lock_clause}"
+    )
+
+
 def lock_own_assignment(*, assignment: Assignment, worker: Worker) -> Assignment:
-    queryset = Assignment.objects.filter(pk=assignment.pk)
-    if connection.features.has_select_for_update_of:
-        # Lock only the assignment row; the HIT and campaign come along in the same query.
-        queryset = queryset.select_related("hit__campaign").select_for_update(of=("self",))
-    elif connection.features.has_select_for_update:
-        queryset = queryset.select_for_update()  # no OF: a join would lock the HIT and the campaign too
-    else:
-        queryset = queryset.select_related("hit__campaign")  # SQLite: its single writer serialises
-    locked = queryset.first()
-    if locked is None or locked.worker_id != worker.pk:
+    """The worker's assignment with its HIT and campaign, the assignment row locked (PostgreSQL: FOR UPDATE OF
+    the assignment only; SQLite's single writer serialises without one). One query, written as SQL
+    (`annotator.rows`): an autosave runs it for every item. 404 unless it is this worker's."""
+    if not connection.in_atomic_block:
+        raise TransactionManagementError("lock_own_assignment locks a row: call it inside transaction.atomic().")
+    if not ids_fit(assignment.pk):
         raise ApplicationError("No such assignment.", status=404)
+    lock_clause = " FOR UPDATE OF a" if connection.features.has_select_for_update_of else ""
+    row = fetch_one(_locked_assignment_sql(connection.vendor, lock_clause), [assignment.pk])
+    if row is None:
+        raise ApplicationError("No such assignment.", status=404)
+    locked, hit, campaign = instances(row, Assignment, Hit, Campaign)
+    if locked.worker_id != worker.pk:
+        raise ApplicationError("No such assignment.", status=404)
+    attach(hit, "campaign", campaign)
+    attach(locked, "hit", hit)
     return locked
 
 

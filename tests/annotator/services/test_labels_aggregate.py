@@ -7,6 +7,7 @@ from annotator.models import AssignmentStatus, HitStatus, ItemRole, Label, Scale
 from annotator.services.labels.aggregation import labels_aggregate
 from annotator.services.quality.decisions import assignment_approve, assignment_reject
 from tests.annotator.quality_support import hit_with_gold, submit
+from tests.factories import HitFactory, HitItemFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -28,6 +29,25 @@ def test_labels_from_approved_answers_only_for_every_method():
     label = Label.objects.get(pair=candidate_pair, method="majority")
     assert label.answer_count == 2 and label.is_positive and label.confidence == 1.0
     assert label.choice in ("yes", "partially_yes")
+
+
+def test_a_promoted_gold_pair_keeps_its_uncertainty_in_the_label():
+    """A candidate the crowd settled, then asked again as gold in a follow-up (promoted): its Label rests on
+    the crowd's answers, its gold answers among them, with an interval; the campaign's own gold stays known.
+    Taken as known, its label would be P = 1 with an interval of width zero, drawn from its own settling."""
+    hit = hit_with_gold(candidates=1, redundancy=3)
+    pair = hit.items.get(role=ItemRole.CANDIDATE).pair
+    for _ in range(3):
+        _approved(hit, candidate="yes")
+    followup = HitFactory(campaign=hit.campaign, assignments_required=1, followup_round=1)
+    HitItemFactory(hit=followup, pair=pair, role=ItemRole.GOLD_POSITIVE)
+    _approved(followup, gold_positive="no")  # one dissent, on the pair asked as gold
+    labels_aggregate(campaign=hit.campaign, method="posterior")
+    label = Label.objects.get(pair=pair, method="posterior")
+    assert label.answer_count == 4 and label.is_positive
+    assert label.probability_low < label.probability < 1.0 and label.probability_high > label.probability_low
+    gold = Label.objects.get(pair=hit.items.get(role=ItemRole.GOLD_POSITIVE).pair, method="posterior")
+    assert gold.probability == 1.0 and gold.probability_low == gold.probability_high == 1.0
 
 
 def test_aggregate_twice_upserts_and_follows_overturned_decisions():
