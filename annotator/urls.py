@@ -26,6 +26,9 @@ from annotator.views import (
 )
 
 urlpatterns = [
+    # First: the crowd's requests are most of the traffic, and Django tries patterns in order (every path
+    # here is under work/ or mturk/, so none shadows another area's).
+    *work.urlpatterns,
     *home.urlpatterns,
     *accounts.urlpatterns,
     *audit.urlpatterns,
@@ -33,7 +36,6 @@ urlpatterns = [
     *pools.urlpatterns,
     *campaign_tools.urlpatterns,  # before campaigns: its <action> route would take these paths
     *campaigns.urlpatterns,
-    *work.urlpatterns,
     *review.urlpatterns,
     *money.urlpatterns,
     *agreement.urlpatterns,
