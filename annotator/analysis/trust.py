@@ -30,7 +30,7 @@ class TrustPolicy:
     min_decided: int = 10  # approved + rejected assignments needed before the approval rate may block
     approval_rate: float = 0.5  # block when the approval-rate interval's upper end is below this
     # The two-type model of spammer_posterior: careful workers vs workers answering gold at chance level.
-    careful_accuracy: float = 0.95
+    careful_accuracy: float = 0.9  # a careful crowd worker misses about one gold item in ten
     chance_accuracy: float = 0.5  # four choices, two of them right for a gold item (lenient scoring)
     spammer_prior: float = 0.2
     soft_block_posterior: float = 0.95  # block when P(guessing | gold record) is at least this
@@ -70,7 +70,7 @@ def spammer_posterior(correct: int, total: int, policy: TrustPolicy) -> float:
     Bayes with two worker types (a sequential probability ratio test in Wald's sense): each gold answer
     is right with `careful_accuracy` for a careful worker and `chance_accuracy` for a guesser; the prior
     share of guessers is `spammer_prior`. One miss in eight is likely from a careful worker (posterior
-    0.03 with the defaults); one in two is not (0.57).
+    0.02 with the defaults); one in two is not yet telling (0.41); two in six are (0.98).
     """
     wrong = total - correct
     log_ratio = correct * log(policy.chance_accuracy / policy.careful_accuracy) + wrong * log(

@@ -14,21 +14,20 @@ pytestmark = pytest.mark.django_db
 
 
 def test_soft_block_after_enough_guessing_and_pending_work_goes_to_review():
-    """A worker who misses half the gold over three HITs is soft-blocked; work awaiting approval is flagged."""
+    """A worker who misses two thirds of the gold over three HITs is soft-blocked."""
     worker, campaign = WorkerFactory(), CampaignFactory()
     scored = []
-    for candidate in ("yes", "no", "mostly_no"):
+    for candidate, gold_positive in (("yes", "mostly_no"), ("no", "yes"), ("mostly_no", "yes")):
         hit = hit_with_gold(campaign=campaign)
-        scored.append(
-            assignment_score(assignment_id=submit(hit, worker=worker, candidate=candidate, gold_negative="yes").pk)
-        )
+        submitted = submit(hit, worker=worker, candidate=candidate, gold_positive=gold_positive, gold_negative="yes")
+        scored.append(assignment_score(assignment_id=submitted.pk))
     worker.refresh_from_db()
     standing = WorkerStanding.objects.get(worker=worker, requester=campaign.owner)
-    assert (standing.gold_correct, standing.gold_total) == (3, 6)
-    assert standing.soft_blocked and "3/6" in standing.soft_block_reason
+    assert (standing.gold_correct, standing.gold_total) == (2, 6)
+    assert standing.soft_blocked and "2/6" in standing.soft_block_reason
     assert not worker.blocked  # no platform block: another requester's campaigns stay open to the worker
     event = worker.trust_events.get()
-    assert event.action == TrustAction.SOFT_BLOCK and "3/6" in event.reason and event.requester == campaign.owner
+    assert event.action == TrustAction.SOFT_BLOCK and "2/6" in event.reason and event.requester == campaign.owner
 
 
 def test_no_soft_block_on_too_little_evidence():
@@ -44,10 +43,14 @@ def test_soft_block_flags_work_waiting_for_auto_approval(django_capture_on_commi
     good = assignment_score(assignment_id=submit(hit_with_gold(campaign=campaign), worker=worker, candidate="no").pk)
     assert good.flags == [] and good.auto_approve_at is not None
     with django_capture_on_commit_callbacks(execute=True):  # the flagging runs once the block commits
-        for _ in range(4):  # 6 of 10 gold right: P(guessing) = 0.98
+        for gold_negative in ("no", "no", "no", "yes"):  # 5 of 10 gold right: P(guessing) = 0.98
             assignment_score(
                 assignment_id=submit(
-                    hit_with_gold(campaign=campaign), worker=worker, candidate="no", gold_positive="mostly_no"
+                    hit_with_gold(campaign=campaign),
+                    worker=worker,
+                    candidate="no",
+                    gold_positive="mostly_no",
+                    gold_negative=gold_negative,
                 ).pk
             )
     good.refresh_from_db()
