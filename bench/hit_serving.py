@@ -168,7 +168,9 @@ def seed(args, *, crowd: int, slots: int) -> dict:
     call_command("migrate", verbosity=0)  # nothing to do on the migrated template
     call_command("collectstatic", interactive=False, verbosity=0)  # served by WhiteNoise, as in production
     rng = random.Random(args.seed)
-    warmers = 4 * args.gunicorn_workers
+    # Two warm-up people per server thread: each thread's PostgreSQL connection has then prepared its
+    # statements and warmed its backend's catalog caches, once, as in a server that has been running.
+    warmers = 2 * args.gunicorn_workers * args.gunicorn_threads
     slots += warmers + args.cpu_workers
     hits = -(-slots // args.redundancy) + 2
     campaign, _ = seed_live_campaign(
@@ -784,7 +786,9 @@ def main(argv=None):
         "DATABASE_URL": f"{args.pg}/{args.database}",
         "CELERY_BROKER_URL": args.broker,
         "CELERY_TASK_ALWAYS_EAGER": "false",
-        "CONN_MAX_AGE": "60",  # persistent connections: no PostgreSQL connect per request
+        # persistent connections: no PostgreSQL connect per request, and a backend's prepared statements and
+        # catalog caches are kept for ten minutes rather than built again every minute
+        "CONN_MAX_AGE": "600",
         # a cache shared by the gunicorn processes: sessions are then read from Redis, not PostgreSQL
         "CACHE_URL": args.broker,
         "DEBUG": "false",

@@ -24,3 +24,5 @@ backlog = int(os.environ.get("GUNICORN_BACKLOG", "4096"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "120"))
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "120"))  # people pause between items; keep connections
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
+# The same access log line, with only the atoms its format names worked out (config/gunicorn_logging.py).
+logger_class = os.environ.get("GUNICORN_LOGGER_CLASS", "config.gunicorn_logging.Logger")

@@ -46,7 +46,8 @@ MIDDLEWARE = [
     # check reads the POST body, which would write a large upload to a temporary file).
     "annotator.middleware.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "csp.middleware.CSPMiddleware",
+    # django-csp's, with the site-wide header built once (annotator/middleware.py).
+    "annotator.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # PostgreSQL or Redis blinking: a safe request is tried once more, anything else is a 503 with
     # Retry-After, never a 500 (annotator/resilience/middleware.py, docs/operations.md).

@@ -119,9 +119,12 @@ def assignment_answer_rows(*, assignment_id: int) -> list[Answer]:
 
 def assignment_answers_for_worker(*, assignment: Assignment) -> dict[str, dict]:
     """The assignment's own saved answers keyed by item token (never anyone else's)."""
+    rows = assignment_answer_rows(assignment_id=assignment.pk)
+    if not rows:  # a HIT just claimed: no tokens to look up
+        return {}
     item_to_token = {item_id: token for token, item_id in hit_item_tokens(hit=assignment.hit).items()}
     answers = {}
-    for answer in assignment_answer_rows(assignment_id=assignment.pk):
+    for answer in rows:
         token = item_to_token.get(answer.item_id)
         if token is None:
             continue

@@ -29,7 +29,7 @@ from annotator.models import (
     WorkerStanding,
 )
 from annotator.models.state import check_transition
-from annotator.rows import attach, fetch_one, ids_fit, instances, select_list, table
+from annotator.rows import attach, execute, fetch_one, ids_fit, insert_values, instances, select_list, table
 from annotator.selectors.work import worker_is_qualified
 from annotator.services.hits import claim_queries
 from annotator.services.hits.hit_room import assignment_left_active, hit_room_freed, hit_room_recount
@@ -62,12 +62,62 @@ def assignment_transition(*, assignment: Assignment, target: str, actor=None, re
         assignment.decided_at = now or timezone.now()
         assignment.auto_approve_at = None
         fields += ["decided_at", "auto_approve_at"]
-    assignment.save(update_fields=fields)
-    AssignmentEvent.objects.create(
+    event = AssignmentEvent(
         assignment=assignment, from_status=previous, to_status=target, actor=actor, reason=reason[:1000]
     )
+    if connection.vendor == "postgresql":
+        _save_with_event(assignment=assignment, fields=fields, event=event)
+    else:
+        assignment.save(update_fields=fields)
+        event.save(force_insert=True)
     if assignment_left_active(previous, target):
         hit_room_freed(hit_id=assignment.hit_id)
+    return assignment
+
+
+@cache
+def _save_with_event_sql(fields: tuple[str, ...], event_columns: tuple[str, ...]) -> str:
+    quote = connection.ops.quote_name
+    columns = [Assignment._meta.get_field(name).column for name in fields]
+    return (
+        f"WITH moved AS (UPDATE {table(Assignment)} SET {', '.join(f'{quote(c)} = %s' for c in columns)}"
+        f" WHERE id = %s RETURNING id) INSERT INTO {table(AssignmentEvent)} ({', '.join(map(quote, event_columns))})"
+        f" SELECT {', '.join(['%s'] * len(event_columns))} FROM moved"
+    )
+
+
+def _save_with_event(*, assignment: Assignment, fields: list[str], event: AssignmentEvent) -> None:
+    """PostgreSQL: the assignment's changed fields and its event in one statement (a submit's two writes;
+    building them with the ORM cost about 1 ms of a submit's CPU). The caller holds the row lock."""
+    values = [
+        Assignment._meta.get_field(name).get_db_prep_save(getattr(assignment, name), connection) for name in fields
+    ]
+    event_columns, event_values = insert_values(event)
+    if execute(_save_with_event_sql(tuple(fields), event_columns), [*values, assignment.pk, *event_values]) != 1:
+        raise ApplicationError("No such assignment.", status=404)
+
+
+@cache
+def _reserve_sql(columns: tuple[str, ...], event_columns: tuple[str, ...]) -> str:
+    quote = connection.ops.quote_name
+    return (
+        f"WITH made AS (INSERT INTO {table(Assignment)} ({', '.join(map(quote, columns))})"
+        f" VALUES ({', '.join(['%s'] * len(columns))}) RETURNING id),"
+        f" event AS (INSERT INTO {table(AssignmentEvent)} (assignment_id, {', '.join(map(quote, event_columns))})"
+        f" SELECT id, {', '.join(['%s'] * len(event_columns))} FROM made) SELECT id FROM made"
+    )
+
+
+def _insert_with_event(*, assignment: Assignment, event: AssignmentEvent) -> Assignment:
+    """PostgreSQL: a new assignment and its first event in one statement, as the ORM would write them."""
+    columns, values = insert_values(assignment)
+    event_columns, event_values = insert_values(event)
+    # The event's assignment comes from the INSERT it follows.
+    keep = [index for index, column in enumerate(event_columns) if column != "assignment_id"]
+    event_columns = tuple(event_columns[index] for index in keep)
+    event_values = [event_values[index] for index in keep]
+    assignment.pk = fetch_one(_reserve_sql(columns, event_columns), [*values, *event_values])[0]
+    assignment._state.adding, assignment._state.db = False, connection.alias
     return assignment
 
 
@@ -111,13 +161,17 @@ def _lease_expiry(campaign: Campaign, now):
 
 
 def _reserve(*, hit: Hit, worker: Worker, now, external_assignment_id=None, reason="claimed") -> Assignment:
-    assignment = Assignment.objects.create(
+    assignment = Assignment(
         hit=hit,
         worker=worker,
         status=AssignmentStatus.RESERVED,
         expires_at=_lease_expiry(hit.campaign, now),
         external_assignment_id=external_assignment_id,
     )
+    if connection.vendor == "postgresql":
+        event = AssignmentEvent(from_status="", to_status=AssignmentStatus.RESERVED, reason=reason)
+        return _insert_with_event(assignment=assignment, event=event)
+    assignment.save(force_insert=True)
     AssignmentEvent.objects.create(
         assignment=assignment, from_status="", to_status=AssignmentStatus.RESERVED, reason=reason
     )
