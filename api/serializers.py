@@ -210,6 +210,11 @@ class LabelSerializer(serializers.ModelSerializer):
             "is_positive_strict",
             "confidence",
             "answer_count",
+            "probability",
+            "probability_low",
+            "probability_high",
+            "score_low",
+            "score_high",
             "updated_at",
         ]
         read_only_fields = fields

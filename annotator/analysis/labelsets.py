@@ -77,6 +77,18 @@ def positives_map(view: SetView, direction: str) -> dict:
     return result
 
 
+def negatives_map(view: SetView, direction: str) -> dict:
+    """{judged query: set of its targets the set judged not positive} for the judged queries that have any."""
+    result: dict = {}
+    for key, positive in view.pairs.items():
+        if positive:
+            continue
+        for query, target in pair_ends(key, direction):
+            if query in view.queries[direction]:
+                result.setdefault(query, set()).add(target)
+    return result
+
+
 def judged_map(view: SetView, direction: str) -> dict:
     """{judged query: targets the set holds an explicit label for, positive or negative}."""
     result = {query: set() for query in view.queries[direction]}

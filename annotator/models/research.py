@@ -11,6 +11,7 @@ class ExportFormat(models.TextChoices):
     ECCV_SPLIT = "eccv_split", "ECCV Caption, two files as released (zip)"
     JSONL = "jsonl", "JSONL with every approved answer"
     CXC_CSV = "cxc_csv", "CSV in the Crisscrossed Captions form (similarity campaigns)"
+    CSV = "csv", "CSV, a row per labelled pair with P(positive) and its 90% interval"
 
 
 class ExportVariant(models.TextChoices):

@@ -7,7 +7,7 @@ import re
 from django.db.models import Q, QuerySet
 
 from annotator.access import campaigns_visible_to, datasets_visible_to, is_researcher, label_sets_visible_to
-from annotator.analysis.labelsets import DIRECTIONS, SetView, positives_map
+from annotator.analysis.labelsets import DIRECTIONS, SetView, negatives_map, positives_map
 from annotator.errors import ApplicationError
 from annotator.models import Caption, Dataset, Image, LabelSet, LabelSetPair, LabelSetQuery
 
@@ -135,6 +135,21 @@ def labelset_label_maps(*, label_set: LabelSet, view: SetView | None = None) -> 
         maps[direction] = {
             ids[query_side][query]: sorted(ids[target_side][t] for t in targets)
             for query, targets in positives_map(view, direction).items()
+        }
+    return maps
+
+
+def labelset_negative_maps(*, label_set: LabelSet, view: SetView | None = None) -> dict[str, dict[str, list[str]]]:
+    """{"i2t"/"t2i": {query source id: [verified negative target source ids, sorted]}} for the judged queries
+    with a pair the set holds as not positive (the ECCV form of the explicit negatives)."""
+    view = view or labelset_view(label_set=label_set)
+    ids = dataset_source_ids(dataset_id=label_set.dataset_id)
+    maps = {}
+    for direction in ("i2t", "t2i"):
+        query_side, target_side = QUERY_TARGET_SIDES[direction]
+        maps[direction] = {
+            ids[query_side][query]: sorted(ids[target_side][t] for t in targets)
+            for query, targets in negatives_map(view, direction).items()
         }
     return maps
 

@@ -25,6 +25,7 @@ from annotator.selectors.quality import (
     review_counts,
     review_queue,
 )
+from annotator.selectors.redundancy import campaign_redundancy
 from annotator.services.labels.cleanup import cleanup_decide, cleanup_detect
 from annotator.services.quality.decisions import (
     assignment_approve,
@@ -165,7 +166,12 @@ def quality_page(request, campaign_id: int):
     return render(
         request,
         "review/quality.html",
-        {"campaign": campaign, "q": campaign_quality(campaign=campaign), "label_models": LABEL_MODELS},
+        {
+            "campaign": campaign,
+            "q": campaign_quality(campaign=campaign),
+            "redundancy": campaign_redundancy(campaign=campaign),
+            "label_models": LABEL_MODELS,
+        },
     )
 
 

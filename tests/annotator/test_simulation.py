@@ -1,10 +1,20 @@
 """The simulated crowd (annotator/scenarios/simulation.py) meets the issue's thresholds on a small synthetic set."""
 
+import random
+
 import pytest
 from django.core.management import call_command
 
 from annotator.models import Assignment, AssignmentEvent, AssignmentStatus, Label, QualificationAttempt
-from annotator.scenarios.simulation import SimulationConfig, simulate_crowd
+from annotator.scenarios.simulation import (
+    BAD_KINDS,
+    CAREFUL,
+    COLLUDER,
+    GOLD_LEARNER,
+    SimulationConfig,
+    SimWorker,
+    simulate_crowd,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -54,3 +64,63 @@ def test_command_prints_the_table_and_the_qualification_keeps_spammers_out(capsy
     kept_out = next(line for line in out.splitlines() if line.startswith("bad workers kept out"))
     assert kept_out.split()[-1] == "4/4"  # always-yes cannot pass a balanced qualification test
     assert QualificationAttempt.objects.filter(passed=False).count() >= 4
+
+
+def test_the_default_crowd_is_a_real_one_and_each_bad_kind_behaves_as_named():
+    """Careful workers 89% +- 5% right with 3 HITs each; the bad share cycles through the five kinds; colluders
+    agree with each other and not with the truth; gold learners are right on gold and random elsewhere."""
+    config = SimulationConfig(workers=40)
+    kinds = config.kinds()
+    assert kinds.count(CAREFUL) == 32 and set(kinds) - {CAREFUL} == set(BAD_KINDS)
+    assert config.campaign_options()["max_hits_per_worker"] == 3
+    accuracies = [config.accuracy_of(n) for n in range(200)]
+    assert 0.84 <= min(accuracies) and max(accuracies) <= 0.94 and abs(sum(accuracies) / 200 - 0.89) < 0.01
+    careful = SimWorker(worker=None, kind=CAREFUL, rng=random.Random(1), accuracy=0.87)
+    right = sum(
+        (careful.judge(n % 2 == 0, pair_id=n)["choice"] in ("yes", "partially_yes")) == (n % 2 == 0)
+        for n in range(4000)
+    )
+    assert abs(right / 4000 - 0.87) < 0.02
+    colluders = [SimWorker(worker=None, kind=COLLUDER, rng=random.Random(k), collusion_salt="s") for k in range(2)]
+    said = [[c.judge(True, pair_id=n)["choice"] for n in range(400)] for c in colluders]
+    assert said[0] == said[1] and 0.4 < said[0].count("yes") / 400 < 0.6
+    learner = SimWorker(worker=None, kind=GOLD_LEARNER, rng=random.Random(2))
+    assert {learner.judge(n % 2 == 0, pair_id=n, gold=True)["choice"] for n in range(0, 40, 2)} == {"yes"}
+    on_candidates = [learner.judge(True, pair_id=n)["choice"] for n in range(400)]
+    assert 0.35 < sum(c in ("yes", "partially_yes") for c in on_candidates) / 400 < 0.65
+
+
+def test_the_command_compares_fixed_adaptive_and_model_assisted_side_by_side(capsys):
+    """One run, three policies on the same crowd: accuracy, answers per pair and interval coverage each."""
+    call_command(
+        "simulate_crowd",
+        images=16,
+        workers=12,
+        seed=2,
+        ranking="proposal",
+        qualification_items=0,
+        careful_accuracy=0.9,
+        hits_per_worker=4,
+        bad_kinds="colluder,gold_learner",
+        variants="fixed,adaptive,assisted",
+    )
+    out = capsys.readouterr().out
+    table = out.split("== side by side\n", 1)[1].strip().splitlines()
+    assert table[0].split() == [
+        "variant",
+        "accuracy",
+        "answers/pair",
+        "interval",
+        "cover",
+        "ECE",
+        "bad",
+        "flagged",
+        "good",
+        "flagged",
+    ]
+    rows = {line.split()[0]: line.split() for line in table[1:]}
+    assert list(rows) == ["fixed", "adaptive", "assisted"]
+    answers = {name: float(row[2]) for name, row in rows.items()}
+    assert answers["fixed"] >= 2.5 and answers["adaptive"] < answers["fixed"] and answers["assisted"] < answers["fixed"]
+    for row in rows.values():
+        assert 0.0 <= float(row[1]) <= 1.0 and (row[3] == "n/a" or 0.0 <= float(row[3]) <= 1.0)

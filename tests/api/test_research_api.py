@@ -37,6 +37,15 @@ def test_labels_are_scoped_filtered_and_paginated(world):
     assert client.get("/api/v1/labels/", {"campaign": world.foreign_campaign.pk}).json()["count"] == 0
 
 
+def test_labels_carry_the_probability_and_its_interval(world):
+    label = models.Label.objects.filter(pair__campaign=world.campaign).order_by("pk").first()
+    label.probability, label.probability_low, label.probability_high = 0.83, 0.61, 0.95
+    label.save()
+    row = world.client("researcher").get(f"/api/v1/labels/{label.pk}/").json()
+    assert (row["probability"], row["probability_low"], row["probability_high"]) == (0.83, 0.61, 0.95)
+    assert row["score_low"] is None and row["score_high"] is None
+
+
 def test_labels_leave_out_captions_removed_in_post_processing(world):
     client = world.client("researcher")
     caption = models.Caption.objects.get(dataset=world.campaign.dataset, source_id="11")

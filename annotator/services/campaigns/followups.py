@@ -17,14 +17,11 @@ Compared with fixed redundancy, the answers go where the crowd disagrees: pairs 
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max
 
 from annotator.models import (
-    AssignmentStatus,
     Campaign,
     CampaignStatus,
     Hit,
@@ -32,56 +29,10 @@ from annotator.models import (
     HitStatus,
     ItemRole,
 )
-from annotator.selectors.posterior import campaign_posterior
+from annotator.selectors.redundancy import pair_states
 
 PROMOTE_MIN_ANSWERS = 3
 PROMOTE_PROBABILITY = 0.99
-
-
-def _answers_on_the_way(campaign: Campaign) -> dict[int, int]:
-    """Per candidate pair: open slots on the open HITs that hold it (reserved leases and unfilled slots),
-    plus submitted answers not scored yet."""
-    done = Count(
-        "assignments",
-        filter=Q(assignments__status=AssignmentStatus.APPROVED)
-        | Q(assignments__status=AssignmentStatus.SUBMITTED, assignments__scored_at__isnull=False),
-    )
-    open_slots = {
-        hit_id: max(required - answered, 0)
-        for hit_id, required, answered in Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN)
-        .annotate(answered=done)
-        .values_list("pk", "assignments_required", "answered")
-    }
-    waiting: dict[int, int] = defaultdict(int)
-    for hit_id, pair_id in HitItem.objects.filter(
-        hit__campaign=campaign, hit_id__in=list(open_slots), role=ItemRole.CANDIDATE
-    ).values_list("hit_id", "pair_id"):
-        waiting[pair_id] += open_slots[hit_id]
-    return waiting
-
-
-def pair_states(*, campaign: Campaign, fit=None) -> dict[int, dict]:
-    """Per candidate pair: answers, P(positive), settled, answers on the way. A read; no locks."""
-    fit = fit if fit is not None else campaign_posterior(campaign=campaign, approved_only=False)
-    row_of = fit.row_of()
-    machine = 1 if campaign.machine_prior and campaign.runs.exists() else 0
-    waiting = _answers_on_the_way(campaign)
-    states = {}
-    candidates = set(
-        HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
-    )
-    for pair_id in candidates:
-        row = row_of.get(pair_id)
-        answers = int(fit.answers[row]) if row is not None else 0
-        probability = float(fit.probability[row]) if row is not None and answers else 0.5
-        sure = max(probability, 1 - probability) >= campaign.settle_probability
-        states[pair_id] = {
-            "answers": answers,
-            "probability": probability,
-            "settled": sure and answers + machine >= campaign.settle_min_answers,
-            "waiting": waiting.get(pair_id, 0),
-        }
-    return states
 
 
 def _gold_for_followups(campaign: Campaign, states: dict[int, dict]) -> tuple[list[int], list[int]]:

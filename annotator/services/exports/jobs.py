@@ -30,6 +30,7 @@ FILE_SUFFIX = {
     ExportFormat.ECCV_SPLIT: "zip",
     ExportFormat.JSONL: "jsonl",
     ExportFormat.CXC_CSV: "csv",
+    ExportFormat.CSV: "csv",
 }
 
 

@@ -31,8 +31,16 @@ PG_COLUMNS = [
     ("confidence", "double precision NOT NULL"),
     ("answer_count", "integer NOT NULL"),
     ("label_updated_at", "timestamptz"),
+    # P(positive) and its 90% interval; a 0-5 mean's 90% interval (NULL where the method gives none).
+    ("probability", "double precision"),
+    ("probability_low", "double precision"),
+    ("probability_high", "double precision"),
+    ("score_low", "double precision"),
+    ("score_high", "double precision"),
 ]
 PG_KEY = ("campaign_id", "pair_id", "method")
+# Columns added after the first release: a table an older export made gets them (nullable) on the next export.
+PG_ADDED_COLUMNS = ("probability", "probability_low", "probability_high", "score_low", "score_high")
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?")
 
 
@@ -40,7 +48,8 @@ def pg_select_sql() -> str:
     return (
         "SELECT p.campaign_id, p.id, l.method, p.kind, i.source_id, c.source_id, oi.source_id, oc.source_id, "
         "p.is_original, p.direction, NULLIF(l.choice, ''), l.score, l.is_positive, l.is_positive_strict, "
-        "l.confidence, l.answer_count, l.updated_at "
+        "l.confidence, l.answer_count, l.updated_at, "
+        "l.probability, l.probability_low, l.probability_high, l.score_low, l.score_high "
         f"FROM {db_table(Label)} l JOIN {db_table(Pair)} p ON p.id = l.pair_id "
         f"LEFT JOIN {db_table(Image)} i ON i.id = p.image_id LEFT JOIN {db_table(Caption)} c ON c.id = p.caption_id "
         f"LEFT JOIN {db_table(Image)} oi ON oi.id = p.other_image_id "
@@ -100,6 +109,17 @@ def labels_export_postgres(*, campaign: Campaign, method: str | None, dsn: str, 
                 )
                 # One export into a table at a time (a second waits), so the empty check below stays true.
                 cursor.execute(pgsql.SQL("LOCK TABLE {} IN SHARE ROW EXCLUSIVE MODE").format(identifier))
+                # A table made by an older export lacks the columns added since (the probability and its
+                # interval): add them, under the lock above, so the COPY's column list fits.
+                cursor.execute(pgsql.SQL("SELECT * FROM {} LIMIT 0").format(identifier))
+                present = {column[0] for column in cursor.description}
+                for name, kind in PG_COLUMNS:
+                    if name in PG_ADDED_COLUMNS and name not in present:
+                        cursor.execute(
+                            pgsql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(
+                                identifier, pgsql.Identifier(name), pgsql.SQL(kind)
+                            )
+                        )
                 cursor.execute(
                     pgsql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE campaign_id = %s AND method = %s)").format(
                         identifier

@@ -11,6 +11,7 @@ from annotator.models import ExportFormat
 from annotator.services.exports.cxc import write_cxc_csv
 from annotator.services.exports.eccv import write_eccv_json, write_eccv_split
 from annotator.services.exports.jsonl import write_jsonl
+from annotator.services.exports.labels_csv import write_labels_csv
 from annotator.services.exports.rows import tune_reads
 
 WRITERS = {
@@ -18,6 +19,7 @@ WRITERS = {
     ExportFormat.ECCV_SPLIT: (write_eccv_split, "binary"),
     ExportFormat.JSONL: (write_jsonl, "text"),
     ExportFormat.CXC_CSV: (write_cxc_csv, "text"),
+    ExportFormat.CSV: (write_labels_csv, "text"),
 }
 
 

@@ -2,7 +2,9 @@
 
 - `eccv_json`: `{"i2t": {query: [positives]}, "t2i": {...}}` (and "t2t"/"i2i" when the set has them),
   ids that are integers written as JSON integers, as ECCV Caption releases them. Queries without a
-  positive are left out: ECCV Caption's metrics cannot score them (JSONL keeps their negative pairs);
+  positive are left out: ECCV Caption's metrics cannot score them. Beside them, `"verified_negatives":
+  {"i2t": {query: [negatives]}, "t2i": {...}}` lists the pairs the set judged not positive, as the
+  campaign export does (it imports back);
 - `eccv_split`: one direction's map alone (the file `eccv_image_to_caption.json` or
   `eccv_caption_to_image.json` as released): `direction` says which;
 - `csv`: `kind,image,caption,other_image,other_caption,positive,score,choice,i2t_query,t2i_query`, one
@@ -25,7 +27,12 @@ from annotator.analysis.labelsets import SetView
 from annotator.errors import ApplicationError
 from annotator.models import LabelSet, LabelSetPair
 from annotator.selectors.cxc_ids import cxc_ids
-from annotator.selectors.labelsets import dataset_source_ids, labelset_label_maps, labelset_view
+from annotator.selectors.labelsets import (
+    dataset_source_ids,
+    labelset_label_maps,
+    labelset_negative_maps,
+    labelset_view,
+)
 from annotator.services.exports.cxc_files import FORMAT_KINDS, cxc_chunks, cxc_members, cxc_score
 
 FORMATS = ("eccv_json", "eccv_split", "csv", "jsonl", "cxc_sits", "cxc_sts", "cxc_sis")
@@ -113,18 +120,22 @@ def labelset_export_chunks(*, label_set: LabelSet, fmt: str, direction: str | No
             if direction not in SPLIT_NAMES:
                 raise ApplicationError('The split export is one file per direction: "i2t" or "t2i".')
             return iter([*_map_chunks(maps.get(direction, {})), "\n"])
-        return _eccv_json_chunks(maps)
+        return _eccv_json_chunks(maps, labelset_negative_maps(label_set=label_set, view=view))
     if direction:
         raise ApplicationError("Only the split ECCV export takes a direction.")
     return _pair_chunks(label_set=label_set, view=view, fmt=fmt)
 
 
-def _eccv_json_chunks(maps: dict) -> Iterator[str]:
+def _eccv_json_chunks(maps: dict, negatives: dict) -> Iterator[str]:
     yield "{"
     for index, direction in enumerate(d for d in ("i2t", "t2i", "t2t", "i2i") if d in maps or d in ("i2t", "t2i")):
         yield ("" if index == 0 else ", ") + json.dumps(direction) + ": "
         yield from _map_chunks(maps.get(direction, {}))
-    yield "}\n"
+    yield ', "verified_negatives": {"i2t": '
+    yield from _map_chunks(negatives.get("i2t", {}))
+    yield ', "t2i": '
+    yield from _map_chunks(negatives.get("t2i", {}))
+    yield "}}\n"
 
 
 def _pair_chunks(*, label_set: LabelSet, view: SetView, fmt: str) -> Iterator[str]:

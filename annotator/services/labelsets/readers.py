@@ -1,7 +1,7 @@
 """Readers of the released label files, into one shape (`ParsedSet`) with the file's own ids.
 
 - ECCV Caption JSON, merged: `{"i2t": {image id: [caption ids]}, "t2i": {caption id: [image ids]}}`
-  (Vericap's `eccv_json` export is this too);
+  (Vericap's `eccv_json` export is this too, with its `verified_negatives` in the same form beside them);
 - ECCV Caption as released, two files: `eccv_image_to_caption.json` `{image id: [caption ids]}` and
   `eccv_caption_to_image.json` `{caption id: [image ids]}` (Vericap's `eccv_split` export);
   every key is a judged query, every listed id a positive;
@@ -110,37 +110,48 @@ def _json(text: str, *, what: str):
         raise ApplicationError(f"The {what} is not valid JSON ({error.msg}, line {error.lineno}).") from None
 
 
-def _read_direction_mapping(parsed: ParsedSet, mapping, *, direction: str, what: str) -> None:
+def _read_direction_mapping(parsed: ParsedSet, mapping, *, direction: str, what: str, positive: bool = True) -> None:
+    """`{query: [targets]}` of one direction: judged queries and their positives (or, with `positive` False,
+    their verified negatives)."""
     if not isinstance(mapping, dict):
         raise ApplicationError(f"The {what} must map {direction} query ids to lists of ids.")
     for key, targets in mapping.items():
         where = f'{what}, "{key}"'
         if not isinstance(targets, list):
-            raise ApplicationError(f"{where}: the positives must be a list of ids.")
+            raise ApplicationError(f"{where}: the {'positives' if positive else 'negatives'} must be a list of ids.")
         query = _id(key, where=where)
         parsed.add_query(direction, query)
         for target in targets:
             target = _id(target, where=where)
             key_ = ("image_caption", query, target) if direction == "i2t" else ("image_caption", target, query)
-            parsed.add_pair(key_, ParsedPair(is_positive=True, listed={direction}))
+            label = ParsedPair(is_positive=True, listed={direction}) if positive else ParsedPair(is_positive=False)
+            parsed.add_pair(key_, label)
             parsed.rows += 1
 
 
 def read_eccv_json(content: bytes | str) -> ParsedSet:
-    """The merged ECCV form: `{"i2t": {...}, "t2i": {...}}`, either direction may be missing."""
+    """The merged ECCV form: `{"i2t": {...}, "t2i": {...}}`, either direction may be missing. Vericap's export
+    adds `"verified_negatives": {"i2t": {...}, "t2i": {...}}` in the same form: judged pairs, not positive."""
     data = _json(decode(content, what="ECCV file"), what="ECCV file")
     if not isinstance(data, dict) or not ({"i2t", "t2i"} & set(data)):
         raise ApplicationError(
             'A merged ECCV Caption file is a JSON object with "i2t" and/or "t2i"; for the two released files '
             "(eccv_image_to_caption.json, eccv_caption_to_image.json) choose the split format."
         )
-    unknown = sorted(set(data) - {"i2t", "t2i"})
+    unknown = sorted(set(data) - {"i2t", "t2i", "verified_negatives"})
     if unknown:
         raise ApplicationError(f'The ECCV file has unknown keys {unknown[:5]}; expected "i2t" and "t2i".')
+    negatives = data.get("verified_negatives", {})
+    if not isinstance(negatives, dict) or set(negatives) - {"i2t", "t2i"}:
+        raise ApplicationError('"verified_negatives" maps "i2t" and/or "t2i" to each query\'s verified negatives.')
     parsed = ParsedSet()
     for direction in ("i2t", "t2i"):
         if direction in data:
             _read_direction_mapping(parsed, data[direction], direction=direction, what=f'"{direction}"')
+    for direction in ("i2t", "t2i"):
+        if direction in negatives:
+            what = f'"verified_negatives" "{direction}"'
+            _read_direction_mapping(parsed, negatives[direction], direction=direction, what=what, positive=False)
     return parsed
 
 

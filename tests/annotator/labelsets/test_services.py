@@ -171,6 +171,33 @@ def test_eccv_exports_import_back_as_the_same_set(dataset):
     assert len(rows) == 1 + 30
 
 
+def test_a_campaigns_eccv_export_imports_as_its_crowd_set_with_the_verified_negatives():
+    """The campaign export's `verified_negatives` field is read as judged pairs that are not positive, so the
+    file imports as the same set as the campaign's own crowd set (positives, negatives and queries)."""
+    import io
+
+    from annotator.services.exports.write import labels_write
+
+    campaign = research_campaign()
+    out = io.BytesIO()
+    labels_write(
+        out=out, campaign_id=campaign.pk, format="eccv_json", method="majority", variant="lenient", merge_original=False
+    )
+    assert json.loads(out.getvalue())["verified_negatives"]["i2t"] == {"1": [32], "2": [12]}
+    imported = _import(campaign.dataset, "from-campaign", "eccv_json", [("eccv.json", out.getvalue())])
+    view = labelset_view(label_set=imported)
+    assert view == labelset_view(label_set=labelset_from_campaign(campaign=campaign))
+    assert sorted(view.pairs.values()) == [False, False, True, True, True, True, True]
+    # The crowd set's own ECCV export carries the same negatives and imports back as the same set.
+    crowd = labelset_from_campaign(campaign=campaign)
+    exported = json.loads("".join(labelset_export_chunks(label_set=crowd, fmt="eccv_json")))
+    assert exported["verified_negatives"] == {"i2t": {"1": [32], "2": [12]}, "t2i": {}}
+    again = _import(campaign.dataset, "again", "eccv_json", [("again.json", json.dumps(exported).encode())])
+    assert labelset_view(label_set=again) == view
+    with pytest.raises(ApplicationError, match="verified_negatives"):
+        _import(campaign.dataset, "bad", "eccv_json", [("b.json", b'{"i2t": {}, "verified_negatives": {"x": {}}}')])
+
+
 def test_a_second_import_of_a_name_is_a_new_version_and_the_first_is_untouched(dataset):
     first = _import(dataset, "eccv", "eccv_json", [("a.json", json.dumps(ECCV_MERGED).encode())])
     before = labelset_view(label_set=first)

@@ -7,7 +7,7 @@ from django.db import connection
 
 from annotator import models
 from annotator.errors import ApplicationError
-from annotator.services.exports.postgres import labels_export_postgres
+from annotator.services.exports.postgres import PG_ADDED_COLUMNS, PG_COLUMNS, labels_export_postgres
 from tests.research_helpers import LABELLED_PAIRS, research_campaign
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -82,6 +82,33 @@ def test_export_creates_the_table_and_rerunning_updates_instead_of_duplicating(t
     result = labels_export_postgres(campaign=campaign, method="majority", dsn=target_dsn, table=TABLE)
     assert (result["inserted"], result["updated"], result["deleted"]) == (1, 0, 0)  # nothing else rewritten
     assert len(rows(target_dsn, campaign.pk)) == len(LABELLED_PAIRS)
+
+
+def test_the_table_carries_the_probability_and_its_interval_also_into_an_older_table(target_dsn):
+    """Each row has P(positive) and its 90% interval; a table an older export made (without those columns)
+    gets them on the next export, its rows updated rather than duplicated."""
+    campaign = research_campaign(method="posterior")
+    models.Label.objects.filter(pair__campaign=campaign).update(
+        probability=0.8, probability_low=0.6, probability_high=0.93
+    )
+    old_columns = ", ".join(f"{name} {kind}" for name, kind in PG_COLUMNS if name not in PG_ADDED_COLUMNS)
+    with psycopg2.connect(target_dsn) as target, target.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE {TABLE} ({old_columns}, PRIMARY KEY (campaign_id, pair_id, method))")
+    result = labels_export_postgres(campaign=campaign, method="posterior", dsn=target_dsn, table=TABLE)
+    assert result["inserted"] == len(LABELLED_PAIRS)
+    models.Label.objects.filter(pair__campaign=campaign, pair__caption__source_id="32").update(probability=0.1)
+    result = labels_export_postgres(campaign=campaign, method="posterior", dsn=target_dsn, table=TABLE)
+    assert (result["inserted"], result["updated"], result["deleted"]) == (0, 1, 0)
+    with psycopg2.connect(target_dsn) as target, target.cursor() as cursor:
+        cursor.execute(
+            f"SELECT caption_source_id, probability, probability_low, probability_high, score_low FROM {TABLE} "
+            "WHERE campaign_id = %s ORDER BY pair_id",
+            [campaign.pk],
+        )
+        exported = cursor.fetchall()
+    assert len(exported) == len(LABELLED_PAIRS)
+    assert {row[1:] for row in exported if row[0] != "32"} == {(0.8, 0.6, 0.93, None)}
+    assert [row[1] for row in exported if row[0] == "32"] == [0.1]
 
 
 def test_other_campaigns_rows_are_left_alone(target_dsn):

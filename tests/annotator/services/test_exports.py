@@ -1,4 +1,4 @@
-"""Label exports: ECCV JSON (one file and the released split), JSONL, Crisscrossed CSV, jobs."""
+"""Label exports: ECCV JSON (one file and the released split), JSONL, CSV, Crisscrossed CSV, jobs."""
 
 import csv
 import io
@@ -144,10 +144,81 @@ def test_export_job_runs_and_stores_a_file(django_capture_on_commit_callbacks):
     assert job.size_bytes == job.file.size
 
 
+def test_the_default_method_is_the_campaigns_label_model_not_plain_dawid_skene():
+    """Aggregation writes labels of several methods; an export that names none gets the campaign's label model
+    (the posterior by default), as the research page promises, not Dawid-Skene, which overturns majorities
+    on sparse workers."""
+    from annotator.selectors.research import label_method_resolve
+
+    campaign = research_campaign()
+    assert campaign.label_model == "posterior"
+    for method in ("dawid_skene", "posterior", "gold_weighted"):
+        for label in models.Label.objects.filter(pair__campaign=campaign, method="majority"):
+            factories.LabelFactory(pair=label.pair, method=method, choice=label.choice)
+    assert label_method_resolve(campaign=campaign, method=None) == "posterior"
+    job = export_create(campaign=campaign, user=campaign.owner, format="jsonl")
+    assert job.method == "posterior"
+    campaign.label_model = "gold_weighted"
+    campaign.save()
+    assert label_method_resolve(campaign=campaign, method=None) == "gold_weighted"
+    campaign.label_model = "mace"  # chosen, but no labels of it yet: the posterior
+    campaign.save()
+    assert label_method_resolve(campaign=campaign, method=None) == "posterior"
+    assert label_method_resolve(campaign=campaign, method="dawid_skene") == "dawid_skene"
+
+
 def test_export_of_a_campaign_without_labels_is_refused():
     campaign = factories.CampaignFactory()
     with pytest.raises(ApplicationError, match="no labels"):
         export_create(campaign=campaign, user=campaign.owner, format="eccv_json")
+
+
+def _with_probabilities(campaign):
+    """Give each label of `campaign` a P(positive) and a 90% interval that say which pair it is."""
+    for label in models.Label.objects.filter(pair__campaign=campaign):
+        p = 0.9 if label.is_positive else 0.1
+        label.probability, label.probability_low, label.probability_high = p, p - 0.05, p + 0.05 + label.pair_id / 1e6
+        label.save()
+
+
+def test_csv_has_a_row_per_labelled_pair_with_the_probability_and_its_interval():
+    campaign = research_campaign(method="posterior")
+    _with_probabilities(campaign)
+    rows = list(csv.DictReader(io.StringIO(export_bytes(campaign, "csv", method="posterior").decode())))
+    assert len(rows) == len(LABELLED_PAIRS)
+    for row in rows:
+        label = models.Label.objects.get(pair_id=int(row["pair_id"]), method="posterior")
+        assert (float(row["probability"]), float(row["probability_low"]), float(row["probability_high"])) == (
+            label.probability,
+            label.probability_low,
+            label.probability_high,
+        )
+        assert row["verified"] == ("positive" if label.is_positive else "negative")
+        assert row["is_positive"] == str(int(label.is_positive)) and row["method"] == "posterior"
+        assert row["score_low"] == row["score_high"] == ""  # four choices: no score interval
+    first = rows[0]
+    assert (first["image"], first["caption"], first["stage"], first["is_original"]) == ("1", "11", "i2t", "1")
+
+
+def test_jsonl_carries_the_probability_and_its_interval():
+    campaign = research_campaign(method="posterior")
+    _with_probabilities(campaign)
+    lines = [json.loads(line) for line in export_bytes(campaign, "jsonl", method="posterior").decode().splitlines()]
+    for line in lines:
+        label = models.Label.objects.get(pair_id=line["pair_id"], method="posterior")
+        assert line["label"]["probability"] == label.probability
+        assert line["label"]["interval_90"] == [label.probability_low, label.probability_high]
+
+
+def test_the_csv_of_a_similarity_campaign_carries_the_means_interval():
+    campaign = research_campaign(scale=models.Scale.SIMILARITY, method="mean")
+    models.Label.objects.filter(pair__campaign=campaign).update(
+        score=3.5, score_low=2.9, score_high=4.1, probability=0.8
+    )
+    rows = list(csv.DictReader(io.StringIO(export_bytes(campaign, "csv", method="mean").decode())))
+    assert {(r["score"], r["score_low"], r["score_high"], r["probability"]) for r in rows} == {
+        ("3.5", "2.9", "4.1", "0.8")
+    }
 
 
 def test_verified_negatives_appear_in_every_format():
@@ -177,3 +248,6 @@ def test_verified_negatives_appear_in_every_format():
     models.Label.objects.filter(pair__campaign=similarity, is_positive=True).update(score=4.0)
     rows = list(csv.reader(io.StringIO(export_bytes(similarity, "cxc_csv").decode())))
     assert {float(row[2]) >= 3.0 for row in rows[1:]} == {True, False}  # CxC's positives: agg_score >= 3
+    rows = list(csv.DictReader(io.StringIO(export_bytes(campaign, "csv").decode())))
+    assert {row["pair_id"]: row["verified"] for row in rows}[str(negative.pair_id)] == "negative"
+    assert {row["verified"] for row in rows} == {"positive", "negative"}

@@ -24,6 +24,29 @@ def test_policy_update_sets_fields_and_refuses_a_tolerance_above_the_gold_per_hi
     assert campaign.tolerated_gold_misses == 2
 
 
+def test_the_products_defaults_are_the_ones_issue_22_settled_on():
+    """A campaign made without options: the posterior label model (not plain Dawid-Skene), the machine prior,
+    adaptive redundancy (extra answers for uncertain pairs) and one gold miss forgiven."""
+    from annotator.models import Campaign
+
+    campaign = Campaign()
+    assert campaign.label_model == "posterior"
+    assert campaign.machine_prior and campaign.adaptive_redundancy
+    assert (campaign.settle_probability, campaign.settle_min_answers, campaign.max_answers_per_pair) == (0.95, 2, 5)
+    assert campaign.tolerated_gold_misses == 1 and campaign.redundancy == 1
+
+
+def test_every_policy_setting_is_in_the_campaign_api():
+    """Each setting the policy service takes can be read on a campaign, given at creation and PATCHed."""
+    from annotator.services.quality.policy import POLICY_FIELDS
+    from api.serializers import CampaignCreateSerializer, CampaignPolicySerializer, CampaignSerializer
+
+    assert "tolerated_gold_misses" in POLICY_FIELDS  # once only on a page
+    assert set(CampaignPolicySerializer().fields) == set(POLICY_FIELDS)
+    assert set(POLICY_FIELDS) <= set(CampaignCreateSerializer().fields)
+    assert set(POLICY_FIELDS) <= set(CampaignSerializer().fields)
+
+
 def test_machine_features_carry_rank_score_runs_and_the_original_pair():
     campaign = CampaignFactory()
     run = RankingRunFactory(dataset=campaign.dataset)

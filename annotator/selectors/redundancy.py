@@ -1,0 +1,120 @@
+"""Adaptive redundancy, read: which candidate pairs are settled, which still collect answers, and the human
+answers the campaign has spent against what a fixed redundancy would have asked for.
+
+`pair_states` is the rule the follow-up planner (annotator.services.campaigns.followups) packs HITs by;
+`campaign_redundancy` is what the requester sees of it on the Quality page. Reads only; no locks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db.models import Count, Q
+
+from annotator.models import (
+    Answer,
+    AssignmentStatus,
+    Campaign,
+    CampaignStatus,
+    Hit,
+    HitItem,
+    HitStatus,
+    ItemRole,
+)
+from annotator.selectors.posterior import campaign_posterior
+
+# The fixed redundancy the answers saved are counted against: three answers for every pair, as before
+# adaptive redundancy (issue 22 compares the two side by side).
+FIXED_REDUNDANCY = 3
+
+
+def answers_on_the_way(campaign: Campaign) -> dict[int, int]:
+    """Per candidate pair: open slots on the open HITs that hold it (reserved leases and unfilled slots),
+    plus submitted answers not scored yet."""
+    done = Count(
+        "assignments",
+        filter=Q(assignments__status=AssignmentStatus.APPROVED)
+        | Q(assignments__status=AssignmentStatus.SUBMITTED, assignments__scored_at__isnull=False),
+    )
+    open_slots = {
+        hit_id: max(required - answered, 0)
+        for hit_id, required, answered in Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN)
+        .annotate(answered=done)
+        .values_list("pk", "assignments_required", "answered")
+    }
+    waiting: dict[int, int] = defaultdict(int)
+    for hit_id, pair_id in HitItem.objects.filter(
+        hit__campaign=campaign, hit_id__in=list(open_slots), role=ItemRole.CANDIDATE
+    ).values_list("hit_id", "pair_id"):
+        waiting[pair_id] += open_slots[hit_id]
+    return waiting
+
+
+def pair_states(*, campaign: Campaign, fit=None) -> dict[int, dict]:
+    """Per candidate pair: answers, P(positive), settled, answers on the way (the working posterior).
+
+    Settled: P(positive) or P(negative) at least campaign.settle_probability with at least
+    campaign.settle_min_answers answers, the machine prior counting as one when the campaign uses it."""
+    fit = fit if fit is not None else campaign_posterior(campaign=campaign, approved_only=False)
+    row_of = fit.row_of()
+    machine = 1 if campaign.machine_prior and campaign.runs.exists() else 0
+    waiting = answers_on_the_way(campaign)
+    states = {}
+    candidates = set(
+        HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
+    )
+    for pair_id in candidates:
+        row = row_of.get(pair_id)
+        answers = int(fit.answers[row]) if row is not None else 0
+        probability = float(fit.probability[row]) if row is not None and answers else 0.5
+        sure = max(probability, 1 - probability) >= campaign.settle_probability
+        states[pair_id] = {
+            "answers": answers,
+            "probability": probability,
+            "settled": sure and answers + machine >= campaign.settle_min_answers,
+            "waiting": waiting.get(pair_id, 0),
+        }
+    return states
+
+
+def campaign_redundancy(*, campaign: Campaign) -> dict | None:
+    """The Quality page's answers-per-pair panel; None before launch or without candidate pairs.
+
+    `answers`: the human answers on candidate pairs not rejected (approved, or submitted and waiting for a
+    decision); `fixed_answers`: what FIXED_REDUNDANCY answers for every candidate pair would ask for;
+    `saved`: the difference (never below 0) and its share. With adaptive redundancy on, also how many pairs
+    are settled, still collecting answers (unsettled, below max_answers_per_pair) and stopped unsettled at
+    the cap; while the campaign runs, the saving is the one so far."""
+    if campaign.status not in (CampaignStatus.LIVE, CampaignStatus.PAUSED, CampaignStatus.FINISHED):
+        return None
+    pairs = HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values("pair_id").distinct().count()
+    if not pairs:
+        return None
+    answers = Answer.objects.filter(
+        item__hit__campaign=campaign,
+        item__role=ItemRole.CANDIDATE,
+        assignment__status__in=[AssignmentStatus.APPROVED, AssignmentStatus.SUBMITTED],
+    ).count()
+    fixed = FIXED_REDUNDANCY * pairs
+    saved = max(fixed - answers, 0)
+    report = {
+        "pairs": pairs,
+        "answers": answers,
+        "answers_per_pair": answers / pairs,
+        "fixed_redundancy": FIXED_REDUNDANCY,
+        "fixed_answers": fixed,
+        "saved": saved,
+        "saved_share": saved / fixed,
+        "adaptive": campaign.adaptive_redundancy,
+        "settled": None,
+        "capped": None,
+        "collecting": None,
+    }
+    if campaign.adaptive_redundancy and answers:
+        states = pair_states(campaign=campaign)
+        settled = sum(1 for state in states.values() if state["settled"])
+        capped = sum(
+            1 for state in states.values() if not state["settled"] and state["answers"] >= campaign.max_answers_per_pair
+        )
+        report |= {"settled": settled, "capped": capped, "collecting": len(states) - settled - capped}
+    return report

@@ -1,0 +1,105 @@
+"""CSV: one row per labelled pair with its ids, the label, P(positive) and its 90% interval.
+
+The flat form of the JSONL export without the answers and provenance, for spreadsheets and data frames. Every
+labelled pair is a row, so the verified negatives are there beside the positives (`verified`). The interval
+columns are empty where the method gives none (majority, gold-weighted and the crowd-kit models have a
+probability or a confidence but no interval; 0-5 campaigns have the mean's interval in score_low/score_high).
+"""
+
+from __future__ import annotations
+
+import csv
+from typing import IO
+
+from annotator.bulk import rows_stream
+from annotator.services.exports.rows import pair_sql
+
+CSV_COLUMNS = [
+    "pair_id",
+    "kind",
+    "image",
+    "caption",
+    "other_image",
+    "other_caption",
+    "is_original",
+    "stage",
+    "method",
+    "verified",
+    "choice",
+    "score",
+    "is_positive",
+    "is_positive_strict",
+    "confidence",
+    "answer_count",
+    "probability",
+    "probability_low",
+    "probability_high",
+    "score_low",
+    "score_high",
+]
+
+
+def _cell(value) -> str | int | float:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def write_labels_csv(
+    *, out: IO[str], campaign_id: int, method: str, variant: str = "", merge_original: bool = False
+) -> int:
+    """The campaign's `method` labels, a row per pair (CSV_COLUMNS); returns the rows written."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    count = 0
+    for row in rows_stream(pair_sql(), [campaign_id, method]):
+        (
+            pair_id,
+            kind,
+            image,
+            caption,
+            other_image,
+            other_caption,
+            is_original,
+            direction,
+            choice,
+            score,
+            is_positive,
+            is_positive_strict,
+            confidence,
+            answer_count,
+            label_method,
+            probability,
+            probability_low,
+            probability_high,
+            score_low,
+            score_high,
+        ) = row
+        values = [
+            pair_id,
+            kind,
+            image,
+            caption,
+            other_image,
+            other_caption,
+            bool(is_original),
+            direction,
+            label_method,
+            "positive" if is_positive else "negative",
+            choice,
+            score,
+            bool(is_positive),
+            bool(is_positive_strict),
+            confidence,
+            answer_count,
+            probability,
+            probability_low,
+            probability_high,
+            score_low,
+            score_high,
+        ]
+        writer.writerow([_cell(value) for value in values])
+        count += 1
+    return count
