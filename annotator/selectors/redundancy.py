@@ -24,7 +24,7 @@ from annotator.models import (
 from annotator.selectors.posterior import campaign_posterior
 
 # The fixed redundancy the answers saved are counted against: three answers for every pair, as before
-# adaptive redundancy (issue 22 compares the two side by side).
+# adaptive redundancy (bench/crowd_quality.py compares the two side by side).
 FIXED_REDUNDANCY = 3
 
 

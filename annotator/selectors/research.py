@@ -17,7 +17,7 @@ from annotator.models import (
 
 # The method exported when none is asked for and the campaign has no labels of its own label model: the
 # first one it has labels for. The posterior first: plain Dawid-Skene, with two or three HITs per worker,
-# overturns two-to-one majorities (issue 22).
+# overturns two-to-one majorities (docs/quality.md).
 METHOD_PREFERENCE = (
     AggregationMethod.POSTERIOR,
     AggregationMethod.DAWID_SKENE,
