@@ -21,7 +21,7 @@ from annotator.services.campaigns.removal import campaign_delete
 from annotator.services.campaigns.sharing import campaign_share
 from annotator.services.importing.removal import dataset_delete
 from annotator.views.access import role_required
-from annotator.views.work import _hit_context
+from annotator.views.hit_page import hit_context
 
 PREVIEW_NOTICE = "Preview: this is the HIT as a worker sees it. Nothing you do here is saved or counted."
 
@@ -66,7 +66,7 @@ def campaign_preview(request, campaign_id: int):
     if hit is None:
         raise ApplicationError("This campaign has no such HIT; build it first.", status=404)
     items = work_selectors.hit_items_for_worker(hit=hit)
-    context = _hit_context(campaign=campaign, items=items, answers={}, mode="preview", stage=hit.stage)
+    context = hit_context(campaign=campaign, items=items, answers={}, mode="preview", stage=hit.stage)
     context["preview_notice"] = PREVIEW_NOTICE
     return render(request, "work/hit.html", context)
 

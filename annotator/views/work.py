@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from annotator import mturk, scales
+from annotator import mturk
 from annotator.access import is_worker
 from annotator.errors import ApplicationError
 from annotator.middleware import wants_json
@@ -29,14 +29,11 @@ from annotator.models import (
     AssignmentStatus,
     Campaign,
     CampaignStatus,
-    Choice,
     Hit,
     QualificationAttempt,
     QualificationItem,
     Scale,
-    Shortcoming,
     Worker,
-    WrongAspect,
 )
 from annotator.selectors import work as work_selectors
 from annotator.selectors import worker_notices
@@ -45,7 +42,8 @@ from annotator.services.accounts.workers import worker_for_external, worker_for_
 from annotator.services.hits import answers as answer_services
 from annotator.services.hits import assignments as assignment_services
 from annotator.services.hits import qualification as qualification_services
-from annotator.views.hit_markup import hit_items_html
+from annotator.views import hit_page
+from annotator.views.hit_page import hit_context, scale_context, similarity_wording
 
 MTURK_PREVIEW_ID = "ASSIGNMENT_ID_NOT_AVAILABLE"
 MTURK_SUBMIT_HOSTS = {"www.mturk.com", "workersandbox.mturk.com"}
@@ -53,43 +51,6 @@ SESSION_MTURK_WORKER = "mturk_worker_id"
 SESSION_MTURK_SUBMIT_TO = "mturk_submit_to"
 SESSION_MTURK_VERIFIED = "mturk_verified"  # "assignmentId|workerId|hitId" of arrivals MTurk confirmed
 SESSION_MTURK_VERIFIED_KEEP = 20
-
-# Short labels along the slider, as in the Crisscrossed Captions interfaces (Parekh et al., EACL 2021,
-# Figures 4-6); the full wording of each point (its Table 2) comes from annotator/scales.py and is shown in
-# the instructions and as a tooltip. No number is shown.
-SLIDER_LABELS = {
-    "image_caption": [
-        "Completely unmatched",
-        "Thematically matched",
-        "Share some details",
-        "Roughly matched",
-        "Mostly matched",
-        "Perfectly matched",
-    ],
-    "caption_caption": [
-        "On different topics",
-        "Same topic only",
-        "Share some details",
-        "Roughly equivalent",
-        "Mostly equivalent",
-        "Completely equivalent",
-    ],
-    "image_image": [
-        "Completely dissimilar",
-        "Not equivalent",
-        "Partially similar",
-        "Roughly equivalent",
-        "Mostly equivalent",
-        "Completely equivalent",
-    ],
-}
-
-
-def similarity_wording(kind: str = "image_caption") -> list[dict]:
-    """The 0-5 anchors, lowest first: value, short label and the Crisscrossed wording."""
-    labels = SLIDER_LABELS.get(kind, SLIDER_LABELS["image_caption"])
-    anchors = {row["score"]: row["text"] for row in scales.similarity_wording(kind=kind)["anchors"]}
-    return [{"value": value, "label": labels[value], "text": anchors[value]} for value in range(6)]
 
 
 def _campaign_kind(campaign: Campaign) -> str:
@@ -215,7 +176,7 @@ def work_campaign(request, campaign_id: int):
         "similarity": campaign.scale == Scale.SIMILARITY,
         "wording": similarity_wording(_campaign_kind(campaign)),
         "worker": request.worker,
-        **_scale_context(campaign),
+        **scale_context(campaign),
     }
     return render(request, "work/campaign.html", context)
 
@@ -297,7 +258,7 @@ def work_qualification(request, campaign_id: int):
         "items": items,
         "error": error,
         "wording": similarity_wording(_campaign_kind(campaign)),
-        **_scale_context(campaign),
+        **scale_context(campaign),
     }
     return render(request, "work/qualification.html", context, status=status)
 
@@ -305,89 +266,31 @@ def work_qualification(request, campaign_id: int):
 # ---- the HIT page -----------------------------------------------------------------------------
 
 
-def _scale_context(campaign: Campaign, stage: str | None = None) -> dict:
-    return {
-        "similarity": campaign.scale == Scale.SIMILARITY,
-        "followups": scales.hit_rules(campaign=campaign, stage=stage)["followups"],
-        "choices": [
-            {"value": value, "label": label, "key": number}
-            for number, (value, label) in enumerate(Choice.choices, start=1)
-        ],
-        "shortcomings": [{"value": value, "label": label} for value, label in Shortcoming.choices],
-        "aspects": [{"value": value, "label": label} for value, label in WrongAspect.choices],
-    }
-
-
-def _hit_context(*, campaign: Campaign, items: list[dict], answers: dict, mode: str, stage: str | None = None) -> dict:
-    """The HIT page of a HIT of `stage` (its follow-ups are the stage's: annotator.scales.followups_asked)."""
-    scale = _scale_context(campaign, stage)
-    rules = scales.hit_rules(campaign=campaign, stage=stage)
-    rows = []
-    for item in items:
-        saved = answers.get(item["token"], {})
-        picked_reasons, picked_aspects = saved.get("shortcomings") or [], saved.get("wrong_aspects") or []
-        needs_reasons, needs_aspects = scales.answer_followups(
-            rules=rules, choice=saved.get("choice") or "", shortcomings=picked_reasons
-        )
-        # What is checked and shown is worked out here once: the template only prints it (the page has
-        # 18 items x up to 18 inputs, and template lookups are the page's main cost).
-        # Numbers go to the template as strings: an int is localized on every {{ }} (about 250 a page).
-        rows.append(
-            {
-                **item,
-                "number": str(len(rows) + 1),
-                "saved": saved,
-                "choice_rows": [
-                    (c["value"], c["label"], str(c["key"]), saved.get("choice") == c["value"]) for c in scale["choices"]
-                ],
-                "reason_rows": [(r["value"], r["label"], r["value"] in picked_reasons) for r in scale["shortcomings"]],
-                "aspect_rows": [(a["value"], a["label"], a["value"] in picked_aspects) for a in scale["aspects"]],
-                "reasons_hidden": not needs_reasons,
-                "aspects_hidden": not needs_aspects,
-            }
-        )
-    wording = similarity_wording(items[0]["kind"] if items else "image_caption")
-    return {
-        "campaign": campaign,
-        "items": rows,
-        "items_html": hit_items_html(
-            items=rows, mode=mode, similarity=scale["similarity"], followups=bool(scale["followups"]), wording=wording
-        ),
-        "mode": mode,
-        "wording": wording,
-        "total": len(rows),
-        "hit_rules": rules,
-        **scale,
-    }
-
-
 @require_GET
 @worker_required
 def work_hit(request, assignment_id: int):
     assignment = _own_assignment(request, assignment_id)
-    campaign = assignment.hit.campaign
-    items = work_selectors.hit_items_for_leased_worker(hit=assignment.hit)
     answers = work_selectors.assignment_answers_for_worker(assignment=assignment)
     editable = assignment.status == AssignmentStatus.RESERVED and not assignment_is_expired(assignment)
-    context = _hit_context(
-        campaign=campaign,
+    if editable:
+        page = hit_page.hit_page_editable(request, assignment=assignment, answers=answers)
+        if page is not None:
+            return page
+    items = work_selectors.hit_items_for_leased_worker(hit=assignment.hit)
+    context = hit_context(
+        campaign=assignment.hit.campaign,
         items=items,
         answers=answers,
         mode="edit" if editable else "view",
         stage=assignment.hit.stage,
     )
     context.update(
-        assignment=assignment,
         expired=assignment_is_expired(assignment),
         rejection=worker_notices.assignment_rejection(assignment=assignment),
-        page_data={
-            "answerUrl": reverse("work_answer", args=[assignment.pk]),
-            "submitUrl": reverse("work_submit", args=[assignment.pk]),
-            "expiresAt": assignment.expires_at.isoformat(),
-            "answers": answers,
-            "editable": editable,
-            "campaignId": campaign.pk,
-        },
+        **hit_page.assignment_page_context(
+            assignment=assignment,
+            page_data=hit_page.hit_page_data(assignment=assignment, answers=answers, editable=editable),
+        ),
     )
     return render(request, "work/hit.html", context)
 
@@ -569,7 +472,7 @@ def mturk_arrival(request):
     if not assignment_id or assignment_id == MTURK_PREVIEW_ID:
         # Instructions only: anyone can preview every HIT, and items met in two previews would mark
         # themselves as gold. The items come after the worker accepts.
-        context = _hit_context(campaign=hit.campaign, items=[], answers={}, mode="preview", stage=hit.stage)
+        context = hit_context(campaign=hit.campaign, items=[], answers={}, mode="preview", stage=hit.stage)
         return render(request, "work/hit.html", context)
     submit_to = _valid_turk_submit_to(request.GET.get("turkSubmitTo", ""))
     worker_id = request.GET.get("workerId", "").strip()
