@@ -25,7 +25,7 @@ class ExtensionPlan:
     pair_meta: dict[int, tuple[str, int]] = field(default_factory=dict)  # key -> (direction, query)
     pair_method: dict[int, str] = field(default_factory=dict)  # key -> how it was sampled (CxC's names)
     sources: list[tuple] = field(default_factory=list)  # (key, run, direction, rank, score)
-    hits: list[tuple[str, list]] = field(default_factory=list)  # (direction, items)
+    hits: list[tuple[str, list, bool]] = field(default_factory=list)  # (direction, items, gold-light)
     report: list[dict] = field(default_factory=list)
 
     def add_pair(self, key: int, *, direction: str, query: int, existing: dict[int, int]) -> None:
@@ -113,16 +113,20 @@ def pack_stage_into(
             picker=picker,
             filler_keys=filler,
             rng=rng,
+            light_share=campaign.gold_light_share,
         )
     except PackingError as error:
         raise ApplicationError(str(error)) from error
     state.gold_uses = picker.uses
     state.packed_candidates.update(fresh_keys.tolist())
+    full_gold = campaign.gold_positives_per_hit + campaign.gold_negatives_per_hit
     for items in hits:
+        gold = 0
         for key, role, _query in items:
             if role != CANDIDATE:
+                gold += 1
                 plan.add_pair(key, direction=direction, query=gold_query(direction, key), existing=state.existing)
-        plan.hits.append((direction, items))
+        plan.hits.append((direction, items, gold < full_gold))
     report = {"direction": direction, "proposals": pool.proposals, "new_pairs": int(len(fresh_keys)), "hits": len(hits)}
     if sampled:
         report["sampling"] = dict(sorted(sampled.items()))

@@ -5,7 +5,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from annotator.analysis.packing import GoldPicker, PackingError, fill_up, pack_groups, pack_stage, query_groups
+from annotator.analysis.packing import (
+    GoldPicker,
+    PackingError,
+    fill_up,
+    is_gold_light,
+    pack_groups,
+    pack_stage,
+    query_groups,
+)
 from annotator.analysis.pooling import (
     CandidateRows,
     decode_keys,
@@ -200,3 +208,45 @@ def test_pack_stage_gives_exact_composition_and_seeded_positions():
 def test_query_groups_split_on_query_changes():
     groups = query_groups(np.array([5, 5, 3, 3, 3, 9]))
     assert [g.tolist() for g in groups] == [[0, 1], [2, 3, 4], [5]]
+
+
+def test_is_gold_light_spreads_the_share_evenly():
+    assert [is_gold_light(1 / 3, n) for n in range(6)] == [False, False, True, False, False, True]
+    assert not any(is_gold_light(0.0, n) for n in range(10))
+    assert all(is_gold_light(1.0, n) for n in range(10))
+    assert sum(is_gold_light(0.25, n) for n in range(100)) == 25
+
+
+def test_pack_stage_makes_a_share_of_hits_gold_light_with_one_gold_item_and_the_same_size():
+    keys = np.array([(q << 32) | t for q in range(1, 7) for t in range(100, 109)], dtype=np.int64)
+    rng = np.random.default_rng(5)
+    picker = _picker(
+        rng,
+        positives_by_query={q: [(q << 32) | (200 + q)] for q in range(1, 7)},
+        all_positives=np.array([(q << 32) | (200 + q) for q in range(1, 7)]),
+        original_keys={(q << 32) | (200 + q) for q in range(1, 7)},
+        candidate_keys=set(keys.tolist()),
+        negative_targets=np.arange(300, 400),
+        excluded_keys=np.array([], dtype=np.int64),
+        reuse_limit=5,
+    )
+    hits = pack_stage(
+        pool_keys=keys,
+        pool_query=keys >> 32,
+        per_hit=8,
+        n_positive=1,
+        n_negative=1,
+        picker=picker,
+        filler_keys=np.array([], dtype=np.int64),
+        rng=rng,
+        light_share=0.5,
+    )
+    compositions = [Counter(role for _k, role, _q in hit) for hit in hits]
+    assert all(sum(c.values()) == 10 for c in compositions)
+    assert all(len({k for k, _r, _q in hit}) == 10 for hit in hits)
+    light = [c for c in compositions if c["candidate"] == 9]
+    assert [c["gold_positive"] + c["gold_negative"] for c in light] == [1] * len(light)
+    assert [c["gold_positive"] for c in light] == [1, 0, 1][: len(light)]  # positive and negative in turn
+    assert len(light) == len(hits) // 2 >= 2
+    assert all(c == {"candidate": 8, "gold_positive": 1, "gold_negative": 1} for c in compositions if c not in light)
+    assert set(keys.tolist()) <= {k for hit in hits for k, role, _q in hit if role == "candidate"}
