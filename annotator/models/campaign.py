@@ -133,8 +133,8 @@ class Campaign(models.Model):
     settle_min_answers = models.PositiveIntegerField(default=2, validators=[MinValueValidator(1)])
     max_answers_per_pair = models.PositiveIntegerField(default=5, validators=[MinValueValidator(1)])
     # Adaptive gold (docs/quality.md): this share of the HITs a build (or a follow-up round) packs is
-    # gold-light, one gold item and one more candidate, the same size; a claim gives them first to workers
-    # with a clean gold record (QUALITY_GOLD_LIGHT_AFTER) and the full-gold HITs first to everyone else.
+    # gold-light: one gold item and, in the other's place, one more candidate (the same size); a claim gives
+    # them first to workers with a clean gold record (QUALITY_GOLD_LIGHT_AFTER), full gold to everyone else.
     gold_light_share = models.FloatField(default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     created_at = models.DateTimeField(auto_now_add=True)
     built_at = models.DateTimeField(null=True, blank=True)
@@ -271,8 +271,8 @@ class Hit(models.Model):
     # assignments_required, written only under the HIT's row lock after a fresh count; True again as soon as
     # a slot frees up. A claim recounts under the lock, so a stale True costs one skipped HIT, never a slot.
     has_room = models.BooleanField(default=True, db_default=True)
-    # One gold item instead of the campaign's full gold, one more candidate (Campaign.gold_light_share). Never
-    # shown to a worker: the HIT has the same number of items.
+    # One gold item instead of the campaign's full gold and one more candidate (Campaign.gold_light_share).
+    # Never shown to a worker: the HIT has the same number of items and the same query groups.
     gold_light = models.BooleanField(default=False, db_default=False)
     external_hit_id = models.CharField(max_length=64, blank=True)  # MTurk HITId when published there
     created_at = models.DateTimeField(auto_now_add=True)

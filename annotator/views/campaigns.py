@@ -148,8 +148,9 @@ HELP = {
     "settle_probability": "A pair is settled when P(positive) or P(negative) reaches this (0.5 to 0.9999).",
     "settle_min_answers": "Answers a pair needs before it can settle (the machine prior counts as one).",
     "max_answers_per_pair": "No follow-up HIT asks about a pair that has this many answers.",
-    "gold_light_share": "Adaptive gold: this share of the HITs holds one gold item instead of two (and one more "
-    "candidate); workers with a clean gold record get them first. 0 = every HIT has the full gold.",
+    "gold_light_share": "Adaptive gold: this share of the HITs holds one gold item instead of two and, in the "
+    "other's place, a candidate ranked just below the pooling depth; workers with a clean gold record get them "
+    "first. 0 = every HIT has the full gold.",
 }
 
 

@@ -8,7 +8,7 @@ a follow-up HIT: the unsettled pairs are packed candidates_per_hit at a time (a 
 half waits while other follow-ups are under way, to be packed with their leftovers), and every HIT gets
 the campaign's gold: the least used gold pairs, then pairs the crowd settled unanimously (at
 least three answers, P >= 0.99 on one side), promoted to gold; `gold_light_share` of them are gold-light (one
-gold item and more candidates, the same size, as at build time). Promoted gold is never a qualification item
+gold item and one more unsettled pair, the same size, as at build time). Promoted gold is never a qualification item
 (qualification tests draw from their own pool, never from HIT gold). A follow-up
 HIT asks for one assignment; claims never give a worker a HIT with a pair they have answered before.
 

@@ -91,7 +91,8 @@ def test_every_hit_has_the_exact_composition_and_no_pair_twice(owner, world_both
 
 
 def test_a_gold_light_share_builds_that_share_of_hits_with_one_gold_item_and_the_same_size(owner, world_both):
-    """Adaptive gold: every HIT still holds 18 items; the gold-light ones (Hit.gold_light) 17 + 1."""
+    """Adaptive gold: every HIT still holds 18 items; the gold-light ones (Hit.gold_light) 16 + 1 extra
+    candidate + 1 gold item."""
     dataset, runs = world_both
     options = {"direction": "both", "gold_exclusion_depth": 20, "pool_depth": 4}
     campaign = build(owner, dataset, runs, **options, gold_light_share=0.5)
@@ -105,6 +106,13 @@ def test_a_gold_light_share_builds_that_share_of_hits_with_one_gold_item_and_the
             assert roles["candidate"] == 17 and roles["gold_positive"] + roles["gold_negative"] == 1
         else:
             assert roles == {"candidate": 16, "gold_positive": 1, "gold_negative": 1}
+    # Each light HIT's extra candidate is a pair its runs rank just below the pooling depth, with that provenance.
+    for hit in Hit.objects.filter(campaign=campaign, gold_light=True):
+        best = [
+            min(PairSource.objects.filter(pair_id=item.pair_id).values_list("rank", flat=True), default=None)
+            for item in hit.items.filter(role=ItemRole.CANDIDATE)
+        ]
+        assert None not in best and sum(rank > 4 for rank in best) == 1
     assert not build(owner, dataset, runs, **options).hits.filter(gold_light=True).exists()  # off by default
 
 
