@@ -155,6 +155,7 @@ class CampaignSerializer(serializers.ModelSerializer):
             "settle_probability",
             "settle_min_answers",
             "max_answers_per_pair",
+            "gold_light_share",
             "created_at",
             "built_at",
             "launched_at",

@@ -88,6 +88,12 @@ def main() -> None:
     parser.add_argument("--variants", default="fixed,adaptive,assisted")
     parser.add_argument("--no-oracle", action="store_true", help="skip the oracle bound")
     parser.add_argument(
+        "--gold-light-share",
+        type=float,
+        default=None,
+        help="adaptive gold: the campaign's share of gold-light HITs (default: the campaign default)",
+    )
+    parser.add_argument(
         "--annotators",
         default="tfidf_pivot,minilm_pivot",
         help="offline annotators whose runs the campaign pools (comma-separated; default both, as `make demo`)",
@@ -115,6 +121,7 @@ def main() -> None:
             qualification_items=0,
             ranking="auto",
             annotators=tuple(a.strip() for a in args.annotators.split(",") if a.strip()),
+            gold_light_share=args.gold_light_share,
         )
         results = simulate_variants(config, variants)
         for result in results:
@@ -122,12 +129,22 @@ def main() -> None:
             row = totals[m["variant"]]
             for key in ("label_accuracy", "answers_per_pair", "interval_coverage", "calibration_error"):
                 row.setdefault(key, []).append(m[key])
-            for key in ("bad_flagged_count", "bad_assignments", "good_flagged_count", "good_assignments"):
+            for key in (
+                "bad_flagged_count",
+                "bad_assignments",
+                "good_flagged_count",
+                "good_assignments",
+                "careful_gold_share",
+                "careful_gold_light_hits",
+                "careful_hits",
+            ):
                 row.setdefault(key, []).append(m[key])
             print(
                 f"seed {seed} {m['variant']:9s} accuracy {m['label_accuracy']:.3f} answers/pair "
                 f"{m['answers_per_pair']:.2f} coverage {m['interval_coverage'] or 0:.3f} bad "
-                f"{m['bad_flagged_count']}/{m['bad_assignments']} good {m['good_flagged_count']}/{m['good_assignments']}",
+                f"{m['bad_flagged_count']}/{m['bad_assignments']} good {m['good_flagged_count']}/{m['good_assignments']}"
+                f" careful gold share {m['careful_gold_share']:.3f} ({m['careful_gold_light_hits']}/{m['careful_hits']}"
+                " HITs light)",
                 flush=True,
             )
         assisted = [r for r in results if r.metrics["variant"] == "assisted"]
@@ -143,7 +160,10 @@ def main() -> None:
             oracle.append((answers, accuracy))
             print(f"seed {seed} oracle    accuracy {accuracy:.3f} answers/pair {answers:.2f}", flush=True)
     print(f"\n{args.seeds} seeds, {args.images} images, {args.workers} workers, {time.perf_counter() - started:.0f} s")
-    print("variant    accuracy  answers/pair  interval cover  ECE    bad flagged           good flagged")
+    print(
+        "variant    accuracy  answers/pair  interval cover  ECE    bad flagged           good flagged"
+        "          careful gold share (light HITs)"
+    )
     summary = {}
     for variant, row in totals.items():
 
@@ -164,6 +184,7 @@ def main() -> None:
             f"{variant:10s} {mean('label_accuracy'):.3f}     {mean('answers_per_pair'):.2f}          "
             f"{mean('interval_coverage'):.3f}           {mean('calibration_error'):.3f}  "
             f"{bad / max(bad_n, 1):.3f} ({bad}/{bad_n})   {good / max(good_n, 1):.3f} ({good}/{good_n})"
+            f"   {mean('careful_gold_share'):.3f} ({sum(row['careful_gold_light_hits'])}/{sum(row['careful_hits'])})"
         )
     if oracle:
         print(

@@ -273,6 +273,9 @@ QUALITY_SPAMMER_PRIOR = env.float("QUALITY_SPAMMER_PRIOR", default=0.2)
 QUALITY_SOFT_BLOCK_POSTERIOR = env.float("QUALITY_SOFT_BLOCK_POSTERIOR", default=0.95)
 QUALITY_TRUSTED_MIN_GOLD = env.int("QUALITY_TRUSTED_MIN_GOLD", default=6)
 QUALITY_TRUSTED_MAX_POSTERIOR = env.float("QUALITY_TRUSTED_MAX_POSTERIOR", default=0.05)
+# Adaptive gold (docs/quality.md): gold answers right in a row (since the last miss) before a claim offers a
+# worker the campaign's gold-light HITs first. 4 in a row leave P(guessing) at 0.02 under the trust model.
+QUALITY_GOLD_LIGHT_AFTER = env.int("QUALITY_GOLD_LIGHT_AFTER", default=4)
 QUALITY_PEER_MIN_ITEMS = env.int("QUALITY_PEER_MIN_ITEMS", default=8)
 QUALITY_PEER_AGREEMENT_MIN = env.float("QUALITY_PEER_AGREEMENT_MIN", default=0.7)
 QUALITY_PEER_AGREEMENT_EXCUSE = env.float("QUALITY_PEER_AGREEMENT_EXCUSE", default=0.8)

@@ -188,10 +188,18 @@ class AssignmentFactory(factory.django.DjangoModelFactory):
 
 
 def live_campaign_with_hits(
-    *, hits: int = 2, candidates: int = 2, redundancy: int = 1, shared_gold: bool = False, **campaign_kwargs
+    *,
+    hits: int = 2,
+    candidates: int = 2,
+    redundancy: int = 1,
+    shared_gold: bool = False,
+    gold_light_hits=(),
+    **campaign_kwargs,
 ):
     """A live campaign with `hits` HITs of `candidates` candidates and the campaign's gold (by default one
     gold positive, an original pair, and one gold negative, an image with another image's caption).
+    The HITs whose index is in `gold_light_hits` are gold-light as a build makes them (adaptive gold): one
+    gold item, a positive and a negative in turn, and one more candidate for each gold item left out.
 
     Each HIT has its own gold pairs, or with `shared_gold` every HIT has the same ones (as the gold reuse
     of a real build; one worker then gets one of those HITs only). Positions count from 1 and put the gold
@@ -215,10 +223,17 @@ def live_campaign_with_hits(
                 (PairFactory(campaign=campaign, mismatched=True), models.ItemRole.GOLD_NEGATIVE)
                 for _ in range(campaign.gold_negatives_per_hit)
             ]
-        hit = HitFactory(campaign=campaign, index=index, assignments_required=redundancy)
-        items = [(PairFactory(campaign=campaign), models.ItemRole.CANDIDATE) for _ in range(candidates)]
+        light = index in gold_light_hits
+        hit_gold = gold
+        if light:
+            turn = sorted(gold_light_hits).index(index)
+            hit_gold = [pair for pair in gold if pair[1] == models.ItemRole.GOLD_POSITIVE] if turn % 2 == 0 else []
+            hit_gold = hit_gold[:1] or [pair for pair in gold if pair[1] == models.ItemRole.GOLD_NEGATIVE][:1]
+        hit = HitFactory(campaign=campaign, index=index, assignments_required=redundancy, gold_light=light)
+        count = candidates + len(gold) - len(hit_gold)
+        items = [(PairFactory(campaign=campaign), models.ItemRole.CANDIDATE) for _ in range(count)]
         middle = candidates // 2
-        items[middle:middle] = gold
+        items[middle:middle] = hit_gold
         for position, (pair, role) in enumerate(items, start=1):
             HitItemFactory(hit=hit, position=position, pair=pair, role=role)
     if campaign.qualification_items:

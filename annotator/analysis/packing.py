@@ -16,11 +16,17 @@ The rules (ECCV Caption Sec. 3.2, App. B.1):
 - gold negatives are random pairs for a query in the HIT that are in no annotator's top
   `gold_exclusion_depth` for that query, not original and not pooled;
 - a gold pair appears in at most `reuse_limit` HITs;
-- positions are a seeded permutation, so gold sits at random positions.
+- positions are a seeded permutation, so gold sits at random positions;
+- adaptive gold: with a `light_share`, that share of the HITs (spread evenly, `is_gold_light`) is
+  gold-light: one gold item (a positive and a negative in turn) and, in the place of the one left out, one
+  more candidate: a pair an annotator ranked just below the pooling depth for a query of the HIT
+  (`extra_candidates`). It joins a query group of the HIT other than the gold item's, as the gold item left
+  out would have, so a gold-light HIT has the same number of items and the same query groups as a full one.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict, deque
 from collections.abc import Callable
 
@@ -96,6 +102,33 @@ def pack_groups(groups: list[np.ndarray], *, per_hit: int) -> list[list[int]]:
     if current:
         hits.append(current)
     return hits
+
+
+def is_gold_light(share: float, number: int) -> bool:
+    """Whether the `number`-th HIT (from 0) of a packing is gold-light when `share` of them are: spread
+    evenly (share 1/3: the 3rd, 6th, 9th, ...), the same for the same inputs."""
+    if share <= 0:
+        return False
+    return math.floor((number + 1) * share + 1e-9) > math.floor(number * share + 1e-9)
+
+
+def light_gold_roles(*, n_positive: int, n_negative: int, number: int) -> tuple[int, int]:
+    """(positives, negatives) of a gold-light HIT: one gold item, a positive and a negative in turn
+    (`number` counts the gold-light HITs), or the one role the campaign asks."""
+    if n_positive and (not n_negative or number % 2 == 0):
+        return 1, 0
+    return 0, 1
+
+
+def extra_candidate(
+    extra_candidates: dict[int, list[int]], *, queries: list[int], blocked: set[int], rng: np.random.Generator
+) -> tuple[int, int] | None:
+    """(key, query): the best-ranked unused extra candidate of one of `queries` (in a seeded order)."""
+    for i in rng.permutation(len(queries)).tolist():
+        for key in extra_candidates.get(queries[i], ()):
+            if key not in blocked:
+                return key, queries[i]
+    return None
 
 
 def fill_up(hit: list[int], *, per_hit: int, filler: np.ndarray, rng: np.random.Generator) -> list[int]:
@@ -257,12 +290,16 @@ def pack_stage(
     picker: GoldPicker,
     filler_keys: np.ndarray,
     rng: np.random.Generator,
+    light_share: float = 0.0,
+    extra_candidates: dict[int, list[int]] | None = None,
 ) -> list[list[tuple[int, str, int | None]]]:
     """The HITs of one stage: per HIT, a list of (pair key, role, query) in position order.
 
     `pool_keys`/`pool_query` are the stage's new candidate pairs in packing order; `filler_keys` are
     other candidate pairs that may complete a short last HIT (the stage's own pairs are always allowed).
-    query is the query a candidate was proposed for, None for gold.
+    query is the query a candidate was proposed for, None for gold. `light_share` of the HITs are gold-light
+    (see the module docstring) when a HIT has two gold items or more and `extra_candidates` (query -> keys
+    ranked just below the pooling depth, best first) has one for a query of the HIT; otherwise full.
     """
     pool_keys = np.asarray(pool_keys, dtype=np.int64)
     pool_query = np.asarray(pool_query, dtype=np.int64)
@@ -273,16 +310,38 @@ def pack_stage(
     stage_queries = np.unique(pool_query)
     query_of_key = dict(zip(pool_keys.tolist(), pool_query.tolist(), strict=True))
     hits: list[list[tuple[int, str, int | None]]] = []
-    for idx in hits_idx:
+    used_extra: set[int] = set()
+    lights = 0
+    for number, idx in enumerate(hits_idx):
         keys = [int(k) for k in pool_keys[idx]]
         if len(keys) < per_hit:
             keys = fill_up(keys, per_hit=per_hit, filler=filler, rng=rng)
         queries = sorted({int(q) for q in pool_query[idx]})
         taken = set(keys)
-        positives = picker.positives(taken=taken, queries=queries, n=n_positive)
-        negatives = picker.negatives(taken=taken, queries=queries, n=n_negative, fallback_queries=stage_queries)
+        extra = None
+        if n_positive + n_negative >= 2 and extra_candidates and is_gold_light(light_share, number):
+            extra = extra_candidate(extra_candidates, queries=queries, blocked=taken | used_extra, rng=rng)
+        extras: list[tuple[int, str, int | None]] = []
+        if extra is None:
+            positives = picker.positives(taken=taken, queries=queries, n=n_positive)
+            negatives = picker.negatives(taken=taken, queries=queries, n=n_negative, fallback_queries=stage_queries)
+        else:
+            extra_key, extra_query = extra
+            used_extra.add(extra_key)
+            taken.add(extra_key)
+            extras.append((extra_key, CANDIDATE, extra_query))
+            keep_positive, keep_negative = light_gold_roles(n_positive=n_positive, n_negative=n_negative, number=lights)
+            lights += 1
+            # The extra candidate sits where the gold item left out would have (the group of its query); the one
+            # gold item joins another query's group, as the two gold items of a full HIT do.
+            others = [q for q in queries if q != extra_query] or queries
+            positives = picker.positives(taken=taken, queries=others, n=keep_positive)
+            if keep_negative:
+                picker.positive_queries = {extra_query}
+            negatives = picker.negatives(taken=taken, queries=queries, n=keep_negative, fallback_queries=stage_queries)
         items = (
             [(k, CANDIDATE, query_of_key.get(k)) for k in keys]
+            + extras
             + [(k, GOLD_POSITIVE, None) for k in positives]
             + [(k, GOLD_NEGATIVE, None) for k in negatives]
         )

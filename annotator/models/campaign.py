@@ -132,6 +132,10 @@ class Campaign(models.Model):
     settle_probability = models.FloatField(default=0.95, validators=[MinValueValidator(0.5), MaxValueValidator(0.9999)])
     settle_min_answers = models.PositiveIntegerField(default=2, validators=[MinValueValidator(1)])
     max_answers_per_pair = models.PositiveIntegerField(default=5, validators=[MinValueValidator(1)])
+    # Adaptive gold (docs/quality.md): this share of the HITs a build (or a follow-up round) packs is
+    # gold-light: one gold item and, in the other's place, one more candidate (the same size); a claim gives
+    # them first to workers with a clean gold record (QUALITY_GOLD_LIGHT_AFTER), full gold to everyone else.
+    gold_light_share = models.FloatField(default=0.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     created_at = models.DateTimeField(auto_now_add=True)
     built_at = models.DateTimeField(null=True, blank=True)
     launched_at = models.DateTimeField(null=True, blank=True)
@@ -267,6 +271,9 @@ class Hit(models.Model):
     # assignments_required, written only under the HIT's row lock after a fresh count; True again as soon as
     # a slot frees up. A claim recounts under the lock, so a stale True costs one skipped HIT, never a slot.
     has_room = models.BooleanField(default=True, db_default=True)
+    # One gold item instead of the campaign's full gold and one more candidate (Campaign.gold_light_share).
+    # Never shown to a worker: the HIT has the same number of items and the same query groups.
+    gold_light = models.BooleanField(default=False, db_default=False)
     external_hit_id = models.CharField(max_length=64, blank=True)  # MTurk HITId when published there
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -274,9 +281,18 @@ class Hit(models.Model):
         ordering = ["campaign_id", "index"]
         indexes = [
             # The claim's scan: open HITs with room, in the order they are handed out. Full HITs are not in
-            # it, so a claim late in a campaign costs what it costs at the start.
+            # it, so a claim late in a campaign costs what it costs at the start. Within a stage the HITs of
+            # the gold density a worker's record calls for come first, full gold in the first index and
+            # gold-light in the second, so either order is an index scan that stops at the first match.
             models.Index(
-                fields=["campaign", "stage", "index"], name="hit_claim_order", condition=Q(status="open", has_room=True)
+                fields=["campaign", "stage", "gold_light", "index"],
+                name="hit_claim_order",
+                condition=Q(status="open", has_room=True),
+            ),
+            models.Index(
+                fields=["campaign", "stage", "-gold_light", "index"],
+                name="hit_claim_order_light",
+                condition=Q(status="open", has_room=True),
             ),
         ]
         constraints = [

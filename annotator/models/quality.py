@@ -34,6 +34,9 @@ class WorkerStanding(models.Model):
     soft_block_reason = models.CharField(max_length=1000, blank=True)
     gold_correct = models.PositiveIntegerField(default=0)
     gold_total = models.PositiveIntegerField(default=0)
+    # Gold answers right in a row since the last miss: adaptive gold offers gold-light HITs from
+    # QUALITY_GOLD_LIGHT_AFTER on, and a miss starts it again from 0.
+    gold_clean_streak = models.PositiveIntegerField(default=0, db_default=0)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -75,6 +75,7 @@ from annotator.models import (
     RunStatus,
     WorkerStanding,
 )
+from annotator.selectors.gold import GOLD_ROLES
 from annotator.selectors.work import worker_may_take_work
 
 CAREFUL, RANDOM, ALWAYS_YES = "careful", "random", "always_yes"
@@ -114,6 +115,7 @@ class SimulationConfig:
     tolerated_gold_misses: int | None = None  # None: the campaign default
     extra_assignment_cap: int | None = None
     confidence_threshold: float | None = None
+    gold_light_share: float | None = None  # adaptive gold; None: the campaign default
     gold_fail_action: str = "review"
     review: str = "reject"  # what the simulated requester does with the review queue: reject | inspect
     reward_cents: int = 50
@@ -146,7 +148,13 @@ class SimulationConfig:
         if self.variant not in VARIANTS:
             raise ApplicationError(f"Unknown variant {self.variant!r}; use one of {', '.join(VARIANTS)}.")
         options = dict(VARIANTS[self.variant])
-        for name in ("redundancy", "tolerated_gold_misses", "extra_assignment_cap", "confidence_threshold"):
+        for name in (
+            "redundancy",
+            "tolerated_gold_misses",
+            "extra_assignment_cap",
+            "confidence_threshold",
+            "gold_light_share",
+        ):
             value = getattr(self, name)
             if value is not None:
                 options[name] = value
@@ -712,6 +720,22 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
     answers_per_pair = approved_answers / len(truth) if truth else 0.0
     followup_hits = Hit.objects.filter(campaign=campaign, followup_round__gt=0).count()
     approved = Assignment.objects.filter(hit__campaign=campaign, status=AssignmentStatus.APPROVED).count()
+    # Adaptive gold: how much of the careful workers' time went to gold, and how many of their HITs were light.
+    careful_ids = [sim.worker.pk for sim in crowd if sim.kind == CAREFUL]
+    careful_items = Counter(
+        role in GOLD_ROLES
+        for role in HitItem.objects.filter(
+            hit__campaign=campaign,
+            hit__assignments__worker_id__in=careful_ids,
+            hit__assignments__scored_at__isnull=False,
+        ).values_list("role", flat=True)
+    )
+    careful_hits = Counter(
+        Assignment.objects.filter(
+            worker_id__in=careful_ids, hit__campaign=campaign, scored_at__isnull=False
+        ).values_list("hit__gold_light", flat=True)
+    )
+    careful_gold_share = careful_items[True] / max(careful_items[True] + careful_items[False], 1)
     cost_cents = approved * campaign.reward_cents * (1 + campaign.platform_fee_percent / 100.0)
     counts = Counter(sim.kind for sim in crowd)
     bad_share = bad[0] / bad[1] if bad[1] else 1.0
@@ -739,6 +763,9 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
         "candidate_pairs": len(truth),
         "true_positive_pairs": sum(truth.values()),
         "approved_assignments": approved,
+        "careful_gold_share": careful_gold_share,
+        "careful_gold_light_hits": careful_hits[True],
+        "careful_hits": careful_hits[True] + careful_hits[False],
     }
     paused = set(
         WorkerStanding.objects.filter(requester_id=campaign.owner_id)
@@ -803,6 +830,11 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
         ),
         ("good workers' assignments flagged", f"{good_share:.3f} ({good[0]}/{good[1]})"),
         ("approved assignments", str(approved)),
+        (
+            "gold share of careful workers' items",
+            f"{careful_gold_share:.3f} ({careful_hits[True]} of their {careful_hits[True] + careful_hits[False]} "
+            "HITs gold-light)",
+        ),
         ("cost", f"${cost_cents / 100:.2f} (reward {campaign.reward_cents}c + {campaign.platform_fee_percent:g}% fee)"),
         (
             "cost per verified positive",

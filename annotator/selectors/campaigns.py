@@ -126,6 +126,7 @@ def campaign_statistics(*, campaign: Campaign, include_progress: bool = True) ->
         "overlap": matrix,
         "hits": hits,
         "hits_by_stage": hits_by_stage,
+        "gold_light_hits": Hit.objects.filter(campaign=campaign, gold_light=True).count(),  # adaptive gold
         "hit_size": campaign.hit_size,
         "composition": {
             "candidates": campaign.candidates_per_hit,

@@ -101,6 +101,7 @@ FIELDSETS = [
             "settle_probability",
             "settle_min_answers",
             "max_answers_per_pair",
+            "gold_light_share",
         ],
     ),
 ]
@@ -114,6 +115,7 @@ DEFAULTED = (
     "settle_probability",
     "settle_min_answers",
     "max_answers_per_pair",
+    "gold_light_share",
 )
 HELP = {
     "direction": "Both = ECCV's two stages: image-to-caption HITs first, then caption-to-image HITs.",
@@ -146,6 +148,9 @@ HELP = {
     "settle_probability": "A pair is settled when P(positive) or P(negative) reaches this (0.5 to 0.9999).",
     "settle_min_answers": "Answers a pair needs before it can settle (the machine prior counts as one).",
     "max_answers_per_pair": "No follow-up HIT asks about a pair that has this many answers.",
+    "gold_light_share": "Adaptive gold: this share of the HITs holds one gold item instead of two and, in the "
+    "other's place, a candidate ranked just below the pooling depth; workers with a clean gold record get them "
+    "first. 0 = every HIT has the full gold.",
 }
 
 

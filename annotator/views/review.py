@@ -187,7 +187,7 @@ def quality_policy(request, campaign_id: int):
         if raw is None:
             continue
         try:
-            changes[name] = float(raw) if name == "settle_probability" else int(raw)
+            changes[name] = float(raw) if name in POLICY_FLOATS else int(raw)
         except ValueError:
             raise ApplicationError(f"{name.replace('_', ' ').capitalize()} must be a number.") from None
     if "label_model" in request.POST:
@@ -200,7 +200,14 @@ def quality_policy(request, campaign_id: int):
     return redirect("review-quality", campaign_id=campaign.pk)
 
 
-POLICY_NUMBERS = ("tolerated_gold_misses", "settle_probability", "settle_min_answers", "max_answers_per_pair")
+POLICY_NUMBERS = (
+    "tolerated_gold_misses",
+    "settle_probability",
+    "settle_min_answers",
+    "max_answers_per_pair",
+    "gold_light_share",
+)
+POLICY_FLOATS = ("settle_probability", "gold_light_share")
 
 
 @require_POST

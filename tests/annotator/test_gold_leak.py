@@ -48,9 +48,9 @@ def media(settings, tmp_path):
     return settings.MEDIA_ROOT
 
 
-def _campaign_with_image_files():
+def _campaign_with_image_files(images: int = 40, **options):
     owner = user_with_role(Role.REQUESTER)
-    dataset = make_dataset(images=40)
+    dataset = make_dataset(images=images)
     rng = np.random.default_rng(3)
     for image in Image.objects.filter(dataset=dataset):
         size = (int(rng.integers(20, 60)), int(rng.integers(20, 60)))
@@ -61,7 +61,14 @@ def _campaign_with_image_files():
         )
     runs = [add_run(dataset=dataset, name="a", seed=1), add_run(dataset=dataset, name="b", seed=2)]
     campaign = campaign_create(
-        owner=owner, dataset=dataset, runs=runs, name="leak", direction="i2t", redundancy=2, qualification_items=6
+        owner=owner,
+        dataset=dataset,
+        runs=runs,
+        name="leak",
+        direction="i2t",
+        redundancy=2,
+        qualification_items=6,
+        **options,
     )
     return campaign_launch(campaign=campaign_build(campaign=campaign))
 
@@ -161,9 +168,13 @@ def _best_accuracy(features: np.ndarray, labels: np.ndarray) -> float:
     )
 
 
-def test_a_classifier_on_everything_a_worker_receives_is_at_chance(media, capsys):
-    campaign = _campaign_with_image_files()
-    features, labels = _observe(campaign)
+@pytest.mark.parametrize("gold_light_share", [0.0, 0.5])
+def test_a_classifier_on_everything_a_worker_receives_is_at_chance(media, capsys, gold_light_share):
+    """Also with adaptive gold's gold-light HITs (one gold item and an extra candidate where the other would
+    have been) among the full ones: on a larger campaign, for as many gold items to learn from."""
+    light = gold_light_share > 0
+    campaign = _campaign_with_image_files(images=80 if light else 40, gold_light_share=gold_light_share)
+    features, labels = _observe(campaign, workers=5 if light else 3)
     assert labels.sum() >= 60 and (labels == 0).sum() >= 450
     assert features[:, 17].max() == 0  # no pair (gold or not) met twice, the qualification included
     accuracy = _best_accuracy(features, labels)

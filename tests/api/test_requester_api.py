@@ -214,10 +214,14 @@ def test_annotator_registration_and_ranking_run_through_the_api(world):
 def test_policy_patch_goes_through_the_one_policy_service(world):
     client = world.client("requester")
     url = f"/api/v1/campaigns/{world.campaign.pk}/policy/"
-    response = client.patch(url, {"settle_probability": 0.9, "max_answers_per_pair": 4}, format="json")
+    response = client.patch(
+        url, {"settle_probability": 0.9, "max_answers_per_pair": 4, "gold_light_share": 0.3}, format="json"
+    )
     assert response.status_code == 200, response.content
     world.campaign.refresh_from_db()
     assert (world.campaign.settle_probability, world.campaign.max_answers_per_pair) == (0.9, 4)
+    assert world.campaign.gold_light_share == 0.3  # adaptive gold
+    assert client.patch(url, {"gold_light_share": 1.5}, format="json").status_code == 400
     refused = client.patch(url, {"settle_min_answers": 5}, format="json")
     assert refused.status_code == 400 and "max_answers_per_pair" in refused.content.decode()
     assert world.client("other_requester").patch(url, {"settle_probability": 0.8}, format="json").status_code == 404

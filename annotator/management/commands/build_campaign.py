@@ -29,6 +29,7 @@ FLOAT_OPTIONS = (
     "cocaption_share",
     "random_pair_share",
     "similarity_positive_at",
+    "gold_light_share",
 )
 
 

@@ -121,14 +121,15 @@ def _write_plan(
             "stage": direction,
             "assignments_required": campaign.redundancy,
             "has_room": True,
+            "gold_light": light,
             "created_at": now,
         }
-        for i, (direction, _items) in enumerate(plan.hits)
+        for i, (direction, _items, light) in enumerate(plan.hits)
     ]
     hit_ids = rows_insert(Hit, hit_rows)
     item_rows = [
         {"hit_id": hit_id, "position": position, "pair_id": pair_id[key], "role": role}
-        for hit_id, (_direction, items) in zip(hit_ids, plan.hits, strict=True)
+        for hit_id, (_direction, items, _light) in zip(hit_ids, plan.hits, strict=True)
         for position, (key, role, _query) in enumerate(items, start=1)
     ]
     rows_insert(HitItem, item_rows, ids=False)

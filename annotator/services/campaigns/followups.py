@@ -7,7 +7,8 @@ campaign.max_answers_per_pair answers and none on the way (no open slot on a HIT
 a follow-up HIT: the unsettled pairs are packed candidates_per_hit at a time (a short last HIT of fewer than
 half waits while other follow-ups are under way, to be packed with their leftovers), and every HIT gets
 the campaign's gold: the least used gold pairs, then pairs the crowd settled unanimously (at
-least three answers, P >= 0.99 on one side), promoted to gold. Promoted gold is never a qualification item
+least three answers, P >= 0.99 on one side), promoted to gold; `gold_light_share` of them are gold-light (one
+gold item and one more unsettled pair, the same size, as at build time). Promoted gold is never a qualification item
 (qualification tests draw from their own pool, never from HIT gold). A follow-up
 HIT asks for one assignment; claims never give a worker a HIT with a pair they have answered before.
 
@@ -21,6 +22,7 @@ import numpy as np
 from django.db import transaction
 from django.db.models import Count, Max
 
+from annotator.analysis.packing import is_gold_light, light_gold_roles
 from annotator.models import (
     Campaign,
     CampaignStatus,
@@ -86,13 +88,21 @@ def followups_plan(*, campaign: Campaign) -> dict:
         if not needy:
             return report
         per_hit = campaign.candidates_per_hit
-        chunks = [needy[k : k + per_hit] for k in range(0, len(needy), per_hit)]
+        full_gold = campaign.gold_positives_per_hit + campaign.gold_negatives_per_hit
+        chunks, lights, start = [], [], 0
+        while start < len(needy):
+            light = full_gold >= 2 and is_gold_light(campaign.gold_light_share, len(chunks))
+            size = per_hit + (full_gold - 1 if light else 0)
+            chunks.append(needy[start : start + size])
+            lights.append(light)
+            start += size
         if (
             len(chunks[-1]) < per_hit // 2
             and Hit.objects.filter(campaign=campaign, followup_round__gt=0, status=HitStatus.OPEN).exists()
         ):
             # A short tail waits for the follow-ups under way: the next plan packs it with their leftovers.
             report["pairs"] -= len(chunks.pop())
+            lights.pop()
             if not chunks:
                 return report
         positives, negatives = _gold_for_followups(campaign, states)
@@ -104,20 +114,25 @@ def followups_plan(*, campaign: Campaign) -> dict:
                 "pair_id", "hit__stage"
             )
         )
-        turn = 0
-        for chunk in chunks:
+        turn = light_turn = 0
+        for chunk, light in zip(chunks, lights, strict=True):
             hit = Hit.objects.create(
                 campaign=campaign,
                 index=index,
                 stage=stage_of.get(chunk[0], "i2t"),
                 assignments_required=1,
                 followup_round=round_number,
+                gold_light=light,
             )
             index += 1
+            wants = (campaign.gold_positives_per_hit, campaign.gold_negatives_per_hit)
+            if light:
+                wants = light_gold_roles(n_positive=wants[0], n_negative=wants[1], number=light_turn)
+                light_turn += 1
             gold = []
             for pool, count, role in (
-                (positives, campaign.gold_positives_per_hit, ItemRole.GOLD_POSITIVE),
-                (negatives, campaign.gold_negatives_per_hit, ItemRole.GOLD_NEGATIVE),
+                (positives, wants[0], ItemRole.GOLD_POSITIVE),
+                (negatives, wants[1], ItemRole.GOLD_NEGATIVE),
             ):
                 usable = [p for p in pool if p not in chunk]
                 for k in range(min(count, len(usable))):

@@ -55,6 +55,7 @@ OPTION_FIELDS = (
     "settle_probability",
     "settle_min_answers",
     "max_answers_per_pair",
+    "gold_light_share",
 )
 # Options that change what a build produces (a rebuild with the same values is a no-op).
 BUILD_FIELDS = (
@@ -73,6 +74,7 @@ BUILD_FIELDS = (
     "gold_reuse_limit",
     "redundancy",
     "qualification_pool_size",
+    "gold_light_share",
 )
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from annotator.analysis.packing import CANDIDATE, GoldPicker, PackingError, pack_stage
-from annotator.analysis.pooling import DIRECTION_SPACES
+from annotator.analysis.pooling import DIRECTION_SPACES, query_keys
 from annotator.errors import ApplicationError
 from annotator.models import Campaign
 from annotator.services.campaigns.gold import gold_query, key_function, originals, positives_by_query
@@ -25,7 +25,7 @@ class ExtensionPlan:
     pair_meta: dict[int, tuple[str, int]] = field(default_factory=dict)  # key -> (direction, query)
     pair_method: dict[int, str] = field(default_factory=dict)  # key -> how it was sampled (CxC's names)
     sources: list[tuple] = field(default_factory=list)  # (key, run, direction, rank, score)
-    hits: list[tuple[str, list]] = field(default_factory=list)  # (direction, items)
+    hits: list[tuple[str, list, bool]] = field(default_factory=list)  # (direction, items, gold-light)
     report: list[dict] = field(default_factory=list)
 
     def add_pair(self, key: int, *, direction: str, query: int, existing: dict[int, int]) -> None:
@@ -103,6 +103,9 @@ def pack_stage_into(
         withheld_keys=state.withheld,
     )
     filler = np.array(sorted(state.packed_candidates), dtype=np.int64)
+    extra_by_query, extra_sources = _extra_candidates(
+        pooled, direction=direction, blocked=state.candidate_keys | state.withheld | picker.original_keys
+    )
     try:
         hits = pack_stage(
             pool_keys=fresh_keys,
@@ -113,17 +116,54 @@ def pack_stage_into(
             picker=picker,
             filler_keys=filler,
             rng=rng,
+            light_share=campaign.gold_light_share,
+            extra_candidates=extra_by_query,
         )
     except PackingError as error:
         raise ApplicationError(str(error)) from error
     state.gold_uses = picker.uses
     state.packed_candidates.update(fresh_keys.tolist())
+    full_gold = campaign.gold_positives_per_hit + campaign.gold_negatives_per_hit
+    fresh_set = set(fresh_keys.tolist())
     for items in hits:
+        gold = 0
         for key, role, _query in items:
             if role != CANDIDATE:
+                gold += 1
                 plan.add_pair(key, direction=direction, query=gold_query(direction, key), existing=state.existing)
-        plan.hits.append((direction, items))
+            elif key in extra_sources and key not in fresh_set and key not in state.packed_candidates:
+                # A gold-light HIT's extra candidate: a new pair with its runs' ranks below the pooling depth.
+                plan.add_pair(key, direction=direction, query=gold_query(direction, key), existing=state.existing)
+                plan.sources.extend(extra_sources[key])
+                state.packed_candidates.add(key)
+                state.candidate_keys.add(key)
+        plan.hits.append((direction, items, gold < full_gold))
     report = {"direction": direction, "proposals": pool.proposals, "new_pairs": int(len(fresh_keys)), "hits": len(hits)}
     if sampled:
         report["sampling"] = dict(sorted(sampled.items()))
     plan.report.append(report)
+
+
+def _extra_candidates(
+    pooled: StagePool, *, direction: str, blocked: set[int]
+) -> tuple[dict[int, list[int]], dict[int, list[tuple]]]:
+    """Adaptive gold: per query, the pairs the pooled runs rank just below the pooling depth (best rank first)
+    that are no candidate, original or qualification pair; and each one's sources (key, run, direction, rank,
+    score) for when a gold-light HIT asks it."""
+    rows = pooled.deeper
+    by_query: dict[int, list[int]] = {}
+    sources: dict[int, list[tuple]] = {}
+    if rows is None or len(rows) == 0:
+        return by_query, sources
+    keys = query_keys(direction, rows.query, rows.target)
+    for i in np.lexsort((keys, rows.rank)).tolist():
+        key = int(keys[i])
+        if key in blocked:
+            continue
+        known = sources.setdefault(key, [])
+        if all(source[1] != int(rows.run[i]) for source in known):  # a run's best rank (symmetric pairs)
+            known.append((key, int(rows.run[i]), direction, int(rows.rank[i]), float(rows.score[i])))
+        listed = by_query.setdefault(int(rows.query[i]), [])
+        if key not in listed:
+            listed.append(key)
+    return by_query, sources

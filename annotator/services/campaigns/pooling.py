@@ -17,6 +17,9 @@ from annotator.analysis.pooling import DIRECTION_SPACES, CandidateRows, Pool, ex
 from annotator.errors import ApplicationError
 from annotator.models import Campaign, Candidate, Caption, Image, RankingRun, Sampling
 
+# Adaptive gold: how far below the pooling depth a gold-light HIT's extra candidate may come from.
+DEEPER_RANKS = 5
+
 
 class DatasetIndex:
     """The dataset's ids as arrays: images, captions and each caption's own image."""
@@ -92,6 +95,8 @@ class StagePool:
     pool: Pool
     excluded: np.ndarray
     methods: dict[int, str] | None = None  # pair key -> CxC sampling method, for CxC-sampled stages
+    # Adaptive gold: the pooled runs' rows just below the pooling depth, the extra candidates of gold-light HITs.
+    deeper: CandidateRows | None = None
 
 
 def pool_stages(
@@ -106,6 +111,8 @@ def pool_stages(
     """Pool the top `pool_depth` of `pool_run_ids` for each stage's queries; every run's rows (`all_run_ids`)
     decide which pairs gold negatives must avoid. Adds the seconds spent to `timings`."""
     max_rank = max(campaign.pool_depth, campaign.gold_exclusion_depth if campaign.gold_negatives_per_hit else 0)
+    if campaign.gold_light_share > 0:
+        max_rank = max(max_rank, campaign.pool_depth + DEEPER_RANKS)
     pooled = []
     for stage in stages:
         direction, queries = stage["direction"], np.asarray(stage["queries"], dtype=np.int64)
@@ -114,7 +121,7 @@ def pool_stages(
         timings["read_candidates"] += time.perf_counter() - clock
         clock = time.perf_counter()
         check_ids(rows=rows, direction=direction, index=index)
-        methods = None
+        methods, deeper = None, None
         if campaign.sampling == Sampling.CXC:
             pool, methods = cxc_pool(
                 campaign=campaign, direction=direction, queries=queries, run_ids=pool_run_ids, index=index
@@ -122,10 +129,14 @@ def pool_stages(
         else:
             pool_rows = rows.select(np.isin(rows.run, np.asarray(pool_run_ids, dtype=np.int64)))
             pool = pool_candidates(pool_rows, direction=direction, query_order=queries, depth=campaign.pool_depth)
+            if campaign.gold_light_share > 0:
+                deeper = pool_rows.select(
+                    (pool_rows.rank > campaign.pool_depth) & (pool_rows.rank <= campaign.pool_depth + DEEPER_RANKS)
+                )
         excluded = np.empty(0, dtype=np.int64)
         if campaign.gold_negatives_per_hit:
             excluded = exclusion_keys(rows, direction=direction, depth=campaign.gold_exclusion_depth)
-        pooled.append(StagePool(stage=stage, pool=pool, excluded=excluded, methods=methods))
+        pooled.append(StagePool(stage=stage, pool=pool, excluded=excluded, methods=methods, deeper=deeper))
         timings["pool"] += time.perf_counter() - clock
     return pooled
 

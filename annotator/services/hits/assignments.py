@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.transaction import TransactionManagementError
 from django.utils import timezone
@@ -156,6 +157,15 @@ def _check_worker_may_claim(*, campaign: Campaign, worker: Worker) -> None:
         )
 
 
+def _prefers_gold_light(campaign: Campaign) -> bool:
+    """Adaptive gold: whether the worker's clean gold streak with the owner (read with the worker's row lock)
+    calls for gold-light HITs first. Only campaigns that build them ask."""
+    if campaign.gold_light_share <= 0:
+        return False
+    streak = getattr(campaign, "worker_gold_clean_streak", 0)
+    return streak >= settings.QUALITY_GOLD_LIGHT_AFTER
+
+
 def _lease_expiry(campaign: Campaign, now):
     return now + timezone.timedelta(minutes=campaign.lease_minutes)
 
@@ -200,7 +210,10 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
     assignments (reserved, submitted, approved) are recounted under its lock, so a HIT never has more than
     `assignments_required`. When every HIT with room is locked by other claimers at that instant, it waits
     for one (plain FOR UPDATE) rather than answer "none left" while a slot may be free. HITs go in stage,
-    then index order, so HITs fill up (and can be aggregated) one after another.
+    then index order, so HITs fill up (and can be aggregated) one after another. Adaptive gold: within a
+    stage, a worker whose gold answers with the campaign's owner were right QUALITY_GOLD_LIGHT_AFTER times in a
+    row since their last miss gets the gold-light HITs first, anyone else (new, or after a miss) the
+    full-gold ones first; either falls back to the other kind, so nobody is refused work for it.
     Never the same HIT twice to one worker (also a unique constraint), and never a HIT holding a pair the
     worker was shown in another HIT (a repeated pair would mark itself as gold).
     Idempotent: a worker who already holds an unexpired reserved lease in the campaign gets it back.
@@ -230,15 +243,20 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
                     f"You have done the most HITs one person may do in this campaign ({campaign.max_hits_per_worker}).",
                     status=409,
                 )
+        light_first = _prefers_gold_light(campaign)
         full: list[int] = []
         # Each round locks one HIT; a HIT found full after its lock is skipped. Bounded: every round excludes
         # one more HIT, and a full HIT is normally filtered before the lock by the stale-snapshot count.
         for _ in range(50):
-            hit = claim_queries.next_hit_with_room(campaign=campaign, worker_id=worker.pk, skipped=full)
+            hit = claim_queries.next_hit_with_room(
+                campaign=campaign, worker_id=worker.pk, skipped=full, light_first=light_first
+            )
             if hit is None and _can_lock():
                 # Every HIT with room may be locked by other claimers right now: wait for one instead of
                 # answering "none left" while a slot may still be free (checked again under the lock).
-                hit = claim_queries.next_hit_with_room(campaign=campaign, worker_id=worker.pk, skipped=full, wait=True)
+                hit = claim_queries.next_hit_with_room(
+                    campaign=campaign, worker_id=worker.pk, skipped=full, wait=True, light_first=light_first
+                )
             if hit is None:
                 break
             if hit_room_recount(hit=hit, adding=1) >= hit.assignments_required:

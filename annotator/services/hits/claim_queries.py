@@ -5,12 +5,13 @@ PostgreSQL spends running them. The rules they encode are documented on `assignm
 them inside its transaction; here is only how each is read and locked:
 
 - `lock_worker_with_campaign`: the worker's row, locked (one claim per worker at a time), with the campaign
-  beside it (None when there is none), the owner's block and soft block of the worker and whether the
-  worker passed the campaign's qualification test;
+  beside it (None when there is none), the owner's block and soft block of the worker, whether the
+  worker passed the campaign's qualification test and their clean gold streak with the owner (adaptive gold);
 - `lock_own_reserved`: the worker's reserved leases in the campaign, locked, oldest first;
-- `next_hit_with_room`: the first open HIT (stage, then index order) with room for one more active
-  assignment that the worker has not had and that holds no pair the worker was shown before, locked; other
-  claimers' locked HITs are skipped unless `wait` is set.
+- `next_hit_with_room`: the first open HIT (stage, then index order; within a stage the gold density the
+  worker's record calls for first: `light_first`) with room for one more active assignment that the worker
+  has not had and that holds no pair the worker was shown before, locked; other claimers' locked HITs are
+  skipped unless `wait` is set. Either order is one of the two claim indexes on Hit.
 
 On SQLite (the embedded default) the same SQL runs without the locking clauses; its single writer
 serialises claims.
@@ -49,7 +50,8 @@ def _worker_with_campaign_sql(vendor: str, locks: bool) -> str:
     )
     return (
         f"SELECT {select_list(Worker, 'w')}, {select_list(Campaign, 'c')},"
-        f" EXISTS({standing} AND s.blocked), EXISTS({standing} AND s.soft_blocked), EXISTS({passed})"
+        f" EXISTS({standing} AND s.blocked), EXISTS({standing} AND s.soft_blocked), EXISTS({passed}),"
+        f" ({standing.replace('SELECT 1', 'SELECT s.gold_clean_streak', 1)})"
         f" FROM {table(Worker)} w LEFT JOIN {table(Campaign)} c ON c.id = %s WHERE w.id = %s"
         + (" FOR UPDATE OF w" if locks else "")
     )
@@ -61,12 +63,13 @@ def lock_worker_with_campaign(*, worker_id: int, campaign_id: int) -> tuple[Work
     row = fetch_one(_worker_with_campaign_sql(connection.vendor, _locks()), [campaign_id, worker_id])
     if row is None:
         return None, None
-    worker, campaign = instances(row[:-3], Worker, Campaign)
+    worker, campaign = instances(row[:-4], Worker, Campaign)
     if campaign is not None:
-        blocked, soft_blocked, passed = row[-3:]
+        blocked, soft_blocked, passed, streak = row[-4:]
         campaign.owner_blocked_worker = bool(blocked)
         campaign.owner_soft_blocked_worker = bool(soft_blocked)
         campaign.worker_passed_qualification = bool(passed)
+        campaign.worker_gold_clean_streak = streak or 0
     return worker, campaign
 
 
@@ -88,7 +91,7 @@ _ACTIVE = ", ".join(f"'{status.value}'" for status in ACTIVE_ASSIGNMENT_STATUSES
 
 
 @cache
-def _next_hit_sql(vendor: str, locks: bool, skipped: int, wait: bool) -> str:
+def _next_hit_sql(vendor: str, locks: bool, skipped: int, wait: bool, light_first: bool) -> str:
     assignment, hit_item = table(Assignment), table(HitItem)
     seen_pairs = (
         f"SELECT i2.pair_id FROM {hit_item} i2 JOIN {table(Hit)} h2 ON h2.id = i2.hit_id"
@@ -102,12 +105,15 @@ def _next_hit_sql(vendor: str, locks: bool, skipped: int, wait: bool) -> str:
         f" AND NOT EXISTS(SELECT 1 FROM {assignment} a WHERE a.hit_id = h.id AND a.worker_id = %s)"
         f" AND NOT EXISTS(SELECT 1 FROM {hit_item} i WHERE i.hit_id = h.id AND i.pair_id IN ({seen_pairs}))"
         f" AND (SELECT COUNT(*) FROM {assignment} a3 WHERE a3.hit_id = h.id AND a3.status IN ({_ACTIVE}))"
-        f" < h.assignments_required{skip} ORDER BY h.stage, h.{connection.ops.quote_name('index')} LIMIT 1{lock}"
+        f" < h.assignments_required{skip} ORDER BY h.stage, h.gold_light{' DESC' if light_first else ''},"
+        f" h.{connection.ops.quote_name('index')} LIMIT 1{lock}"
     )
 
 
-def next_hit_with_room(*, campaign: Campaign, worker_id: int, skipped: list[int], wait: bool = False) -> Hit | None:
-    sql = _next_hit_sql(connection.vendor, _locks(), len(skipped), wait)
+def next_hit_with_room(
+    *, campaign: Campaign, worker_id: int, skipped: list[int], wait: bool = False, light_first: bool = False
+) -> Hit | None:
+    sql = _next_hit_sql(connection.vendor, _locks(), len(skipped), wait, light_first)
     # campaign, worker (not had), worker + campaign (pairs seen), then the skipped HITs
     params = [campaign.pk, worker_id, worker_id, campaign.pk, *skipped]
     row = fetch_one(sql, params)

@@ -138,10 +138,11 @@ def assignments_auto_approve_due(*, now=None, limit: int = 500) -> int:
                     data={"assignment": assignment.pk, "campaign": campaign.pk, "flags": list(assignment.flags)},
                 )
                 if FLAG_GOLD_FAILED in flags and assignment.hit.campaign.gold_fail_action == GoldFailAction.REJECT:
-                    missed = assignment.gold_total - assignment.gold_correct
                     assignment_reject(
                         assignment=assignment,
-                        reason=f"Automatic: {missed} of {assignment.gold_total} check questions answered wrong.",
+                        # The worker reads this reason: it never says how many check questions the HIT held
+                        # (adaptive gold makes that number tell a gold-light HIT).
+                        reason="Automatic: check questions answered wrong.",
                     )
                 continue
             assignment_approve(

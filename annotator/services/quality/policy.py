@@ -1,4 +1,5 @@
-"""A campaign's quality policy, changed after creation: tolerance, decisions, labels, adaptive redundancy."""
+"""A campaign's quality policy, changed after creation: tolerance, decisions, labels, adaptive redundancy and
+adaptive gold."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ POLICY_FIELDS = (
     "settle_probability",
     "settle_min_answers",
     "max_answers_per_pair",
+    # Adaptive gold: the share of gold-light HITs in what is packed from now on (follow-up rounds, runs
+    # added, a rebuild before launch); the claim's preference by the worker's record applies at once.
+    "gold_light_share",
 )
 
 

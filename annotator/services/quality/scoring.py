@@ -128,7 +128,9 @@ def assignment_score(*, assignment_id: int) -> Assignment | None:
             if FLAG_GOLD_FAILED in flags and campaign.gold_fail_action == GoldFailAction.REJECT:
                 assignment_reject(
                     assignment=assignment,
-                    reason=f"Automatic: {total - correct} of {total} check questions answered wrong.",
+                    # The worker reads this reason: it never says how many check questions the HIT held (adaptive
+                    # gold makes that number tell a gold-light HIT).
+                    reason="Automatic: check questions answered wrong.",
                 )
             elif not flags and campaign.auto_approve_hours <= 0:
                 assignment_approve(assignment=assignment, reason="Automatic: all check questions right.")

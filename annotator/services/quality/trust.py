@@ -125,13 +125,15 @@ def _locked_standing(*, worker_id: int, requester_id: int) -> WorkerStanding:
 def worker_standing_gold_add(*, worker_id: int, requester_id: int, correct: int, total: int) -> WorkerStanding:
     """Add one scored HIT's gold outcome to the requester's record of the worker.
 
+    A miss starts the clean streak (adaptive gold) again from 0; a clean HIT lengthens it.
     Locks the standing row; the caller (gold scoring) makes it happen once per assignment.
     """
     with transaction.atomic():
         standing = _locked_standing(worker_id=worker_id, requester_id=requester_id)
         standing.gold_correct += correct
         standing.gold_total += total
-        standing.save(update_fields=["gold_correct", "gold_total", "updated_at"])
+        standing.gold_clean_streak = 0 if correct < total else standing.gold_clean_streak + total
+        standing.save(update_fields=["gold_correct", "gold_total", "gold_clean_streak", "updated_at"])
         return standing
 
 

@@ -5,7 +5,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from annotator.analysis.packing import GoldPicker, PackingError, fill_up, pack_groups, pack_stage, query_groups
+from annotator.analysis.packing import (
+    GoldPicker,
+    PackingError,
+    fill_up,
+    is_gold_light,
+    pack_groups,
+    pack_stage,
+    query_groups,
+)
 from annotator.analysis.pooling import (
     CandidateRows,
     decode_keys,
@@ -200,3 +208,62 @@ def test_pack_stage_gives_exact_composition_and_seeded_positions():
 def test_query_groups_split_on_query_changes():
     groups = query_groups(np.array([5, 5, 3, 3, 3, 9]))
     assert [g.tolist() for g in groups] == [[0, 1], [2, 3, 4], [5]]
+
+
+def test_is_gold_light_spreads_the_share_evenly():
+    assert [is_gold_light(1 / 3, n) for n in range(6)] == [False, False, True, False, False, True]
+    assert not any(is_gold_light(0.0, n) for n in range(10))
+    assert all(is_gold_light(1.0, n) for n in range(10))
+    assert sum(is_gold_light(0.25, n) for n in range(100)) == 25
+
+
+def test_pack_stage_makes_a_share_of_hits_gold_light_with_the_groups_of_a_full_hit():
+    """A gold-light HIT: the same 8 pooled candidates, one gold item and, where the other gold item would have
+    gone (another query's group), an extra candidate ranked below the pooling depth: 10 items in two groups of
+    5, as a full HIT."""
+    keys = np.array([(q << 32) | t for q in range(1, 9) for t in range(100, 104)], dtype=np.int64)
+    extra = {q: [(q << 32) | 150, (q << 32) | 151] for q in range(1, 9)}
+
+    def build(share):
+        rng = np.random.default_rng(5)
+        picker = _picker(
+            rng,
+            positives_by_query={q: [(q << 32) | (200 + q)] for q in range(1, 9)},
+            all_positives=np.array([(q << 32) | (200 + q) for q in range(1, 9)]),
+            original_keys={(q << 32) | (200 + q) for q in range(1, 9)},
+            candidate_keys=set(keys.tolist()),
+            negative_targets=np.arange(300, 400),
+            excluded_keys=np.array([], dtype=np.int64),
+            reuse_limit=5,
+        )
+        return pack_stage(
+            pool_keys=keys,
+            pool_query=keys >> 32,
+            per_hit=8,
+            n_positive=1,
+            n_negative=1,
+            picker=picker,
+            filler_keys=np.array([], dtype=np.int64),
+            rng=rng,
+            light_share=share,
+            extra_candidates=extra,
+        )
+
+    hits = build(0.5)
+    assert len(hits) == len(build(0.0)) == 4  # the same HITs: a light HIT packs no more pooled pairs
+    light = [hit for number, hit in enumerate(hits) if is_gold_light(0.5, number)]
+    assert len(light) == 2
+    for hit in hits:
+        roles = Counter(role for _k, role, _q in hit)
+        groups = Counter(k >> 32 for k, _r, _q in hit)
+        assert sum(roles.values()) == 10 and len({k for k, _r, _q in hit}) == 10
+        assert sorted(groups.values()) == [5, 5]  # two queries, each with one more item than its 4 candidates
+        gold = [k >> 32 for k, role, _q in hit if role != "candidate"]
+        if hit in light:
+            extras = [k for k, role, _q in hit if role == "candidate" and k & 0xFFFFFFFF >= 150]
+            assert roles["candidate"] == 9 and len(gold) == 1 and len(extras) == 1
+            assert extras[0] >> 32 != gold[0] and extras[0] in extra[extras[0] >> 32]
+        else:
+            assert roles == {"candidate": 8, "gold_positive": 1, "gold_negative": 1} and len(set(gold)) == 2
+    assert [Counter(r for _k, r, _q in hit)["gold_positive"] for hit in light] == [1, 0]  # in turn
+    assert set(keys.tolist()) <= {k for hit in hits for k, role, _q in hit if role == "candidate"}

@@ -8,7 +8,7 @@ from django.db import connection, connections
 from django.utils import timezone
 
 from annotator.errors import ApplicationError
-from annotator.models import Assignment, AssignmentStatus, QualificationAttempt
+from annotator.models import Assignment, AssignmentStatus, QualificationAttempt, WorkerStanding
 from annotator.services.hits.assignments import assignment_claim
 from tests.factories import WorkerFactory, live_campaign_with_hits
 
@@ -158,3 +158,44 @@ def test_workers_claiming_in_parallel_never_meet_a_pair_twice():
         hit_ids = {a.hit_id for a in assignments if a.worker_id == worker.pk}
         assert not any(h.pk in hit_ids and hits[i ^ 1].pk in hit_ids for i, h in enumerate(hits))
     assert len(assignments) == 12 * 3  # every slot filled: 12 workers, each can take one HIT of each pair
+
+
+def test_racing_claims_with_gold_preferences_never_exceed_redundancy():
+    """Adaptive gold: half the workers have a clean record (gold-light first), half are new (full gold first);
+    8 HITs, half gold-light, x redundancy 3 = 24 slots for 50 concurrent claims."""
+    campaign = live_campaign_with_hits(
+        hits=8, candidates=1, redundancy=3, gold_light_hits=(1, 3, 5, 7), gold_light_share=0.5
+    )
+    workers = [WorkerFactory() for _ in range(THREADS // 2)]
+    for number, worker in enumerate(workers):
+        QualificationAttempt.objects.create(
+            worker=worker, campaign=campaign, items=[], passed=True, score=1.0, finished_at=timezone.now()
+        )
+        if number % 2:
+            WorkerStanding.objects.create(requester=campaign.owner, worker=worker, gold_clean_streak=20)
+    barrier = threading.Barrier(THREADS)
+    errors = []
+
+    def claim(worker):
+        try:
+            barrier.wait()
+            assignment_claim(campaign=campaign, worker=worker)
+        except ApplicationError as error:
+            errors.append(error.status)
+        except Exception as error:  # anything else is a bug: keep it for the assertion message
+            errors.append(repr(error))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=claim, args=(workers[i % len(workers)],)) for i in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assignments = list(Assignment.objects.filter(hit__campaign=campaign))
+    assert all(status == 404 for status in errors if isinstance(status, int)), errors
+    assert not [e for e in errors if not isinstance(e, int)], errors
+    assert max(Counter(a.hit_id for a in assignments).values()) <= 3
+    assert max(Counter(a.worker_id for a in assignments).values()) == 1
+    assert len(assignments) == 24

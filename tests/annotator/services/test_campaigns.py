@@ -10,6 +10,7 @@ from annotator.models import (
     CampaignStatus,
     Candidate,
     Caption,
+    Hit,
     HitItem,
     ItemRole,
     Pair,
@@ -87,6 +88,32 @@ def test_every_hit_has_the_exact_composition_and_no_pair_twice(owner, world_both
     assert stages == sorted(stages, key=["i2t", "t2i"].index) and set(stages) == {"i2t", "t2i"}
     gold_positions = Counter(item[0] for *_head, items in snapshot for item in items if item[1] != "candidate")
     assert len(gold_positions) > 5  # gold is not parked at a fixed position
+
+
+def test_a_gold_light_share_builds_that_share_of_hits_with_one_gold_item_and_the_same_size(owner, world_both):
+    """Adaptive gold: every HIT still holds 18 items; the gold-light ones (Hit.gold_light) 16 + 1 extra
+    candidate + 1 gold item."""
+    dataset, runs = world_both
+    options = {"direction": "both", "gold_exclusion_depth": 20, "pool_depth": 4}
+    campaign = build(owner, dataset, runs, **options, gold_light_share=0.5)
+    light = set(Hit.objects.filter(campaign=campaign, gold_light=True).values_list("index", flat=True))
+    snapshot = campaign_snapshot(campaign)
+    assert 0 < len(light) and abs(len(light) - len(snapshot) / 2) <= 2  # half of each stage's HITs
+    for index, _stage, _required, items in snapshot:
+        roles = Counter(item[1] for item in items)
+        assert [item[0] for item in items] == list(range(1, 19))
+        if index in light:
+            assert roles["candidate"] == 17 and roles["gold_positive"] + roles["gold_negative"] == 1
+        else:
+            assert roles == {"candidate": 16, "gold_positive": 1, "gold_negative": 1}
+    # Each light HIT's extra candidate is a pair its runs rank just below the pooling depth, with that provenance.
+    for hit in Hit.objects.filter(campaign=campaign, gold_light=True):
+        best = [
+            min(PairSource.objects.filter(pair_id=item.pair_id).values_list("rank", flat=True), default=None)
+            for item in hit.items.filter(role=ItemRole.CANDIDATE)
+        ]
+        assert None not in best and sum(rank > 4 for rank in best) == 1
+    assert not build(owner, dataset, runs, **options).hits.filter(gold_light=True).exists()  # off by default
 
 
 def test_pool_is_the_union_of_every_runs_top_k_with_provenance(owner, world):

@@ -3,6 +3,8 @@ pair stops collecting answers, an unsettled one is asked again up to the cap, pa
 unanimously become gold of the follow-up HITs (never qualification items), and the requester sees the
 answers saved."""
 
+from collections import Counter
+
 import pytest
 from django.urls import reverse
 
@@ -59,6 +61,21 @@ def test_only_unsettled_pairs_are_asked_again_with_promoted_gold_and_only_once()
     assert gold[ItemRole.GOLD_POSITIVE] in [pairs[k] for k in YES]
     assert gold[ItemRole.GOLD_NEGATIVE] in [pairs[k] for k in NO]
     assert followups_plan(campaign=campaign)["hits"] == 0  # their answers are on the way: nothing twice
+
+
+def test_follow_ups_are_gold_light_by_the_campaigns_share_and_keep_the_hit_size():
+    """Eight unsettled pairs, 4 candidates per HIT, share 0.5: a full HIT of 4 + 2 gold, then a gold-light one
+    (room for 5 candidates and one gold item) holding the other 4."""
+    campaign, pairs = _campaign_answered_three_times(settle_probability=0.9999, gold_light_share=0.5)
+    campaign.candidates_per_hit = 4
+    campaign.save(update_fields=["candidates_per_hit"])
+    assert followups_plan(campaign=campaign)["hits"] == 2  # 8 unsettled pairs: 4 in a full HIT, 4 in a light one
+    first, second = Hit.objects.filter(campaign=campaign, followup_round=1).order_by("index")
+    assert (first.gold_light, second.gold_light) == (False, True)
+    roles = [Counter(hit.items.values_list("role", flat=True)) for hit in (first, second)]
+    assert roles[0] == {ItemRole.CANDIDATE: 4, ItemRole.GOLD_POSITIVE: 1, ItemRole.GOLD_NEGATIVE: 1}
+    assert roles[1][ItemRole.CANDIDATE] == 4 and roles[1][ItemRole.GOLD_POSITIVE] == 1
+    assert sum(roles[1].values()) == 5  # the last chunk is short: 4 of its 5 candidate places taken
 
 
 def test_promoted_gold_is_never_a_qualification_item():

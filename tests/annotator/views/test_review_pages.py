@@ -194,6 +194,7 @@ def test_the_quality_page_sets_the_whole_policy_through_the_one_policy_service(c
     client.force_login(owner)
     page = client.get(reverse("review-quality", args=[campaign.pk])).content.decode()
     assert 'name="settle_probability"' in page and 'name="adaptive_redundancy"' in page
+    assert 'name="gold_light_share"' in page
     form = {
         "tolerated_gold_misses": "1",
         "label_model": "majority",
@@ -202,12 +203,13 @@ def test_the_quality_page_sets_the_whole_policy_through_the_one_policy_service(c
         "settle_probability": "0.9",
         "settle_min_answers": "3",
         "max_answers_per_pair": "4",
+        "gold_light_share": "0.25",
     }
     response = client.post(reverse("review-policy", args=[campaign.pk]), form)
     assert response.status_code == 302
     campaign.refresh_from_db()
     assert (campaign.tolerated_gold_misses, campaign.label_model, campaign.settle_probability) == (1, "majority", 0.9)
-    assert (campaign.settle_min_answers, campaign.max_answers_per_pair) == (3, 4)
+    assert (campaign.settle_min_answers, campaign.max_answers_per_pair, campaign.gold_light_share) == (3, 4, 0.25)
     assert campaign.adaptive_redundancy and not campaign.machine_prior  # an unticked box is off
     # The service's rules between fields hold on the page as in the API: nothing is saved.
     bad = client.post(reverse("review-policy", args=[campaign.pk]), {"settle_min_answers": "5"})
