@@ -209,8 +209,8 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
     UPDATE SKIP LOCKED on one open Hit at a time (concurrent claimers take different HITs); the HIT's active
     assignments (reserved, submitted, approved) are recounted under its lock, so a HIT never has more than
     `assignments_required`. When every HIT with room is locked by other claimers at that instant, it waits
-    for one (plain FOR UPDATE) rather than answer "none left" while a slot may be free. HITs go in stage,
-    then index order, so HITs fill up (and can be aggregated) one after another. Adaptive gold: within a
+    for one (plain FOR UPDATE, only while it holds no other HIT's lock: no deadlock) rather than answer
+    "none left" while a slot may be free. HITs go in stage, then index order, so HITs fill up (and can be aggregated) one after another. Adaptive gold: within a
     stage, a worker whose gold answers with the campaign's owner were right QUALITY_GOLD_LIGHT_AFTER times in a
     row since their last miss gets the gold-light HITs first, anyone else (new, or after a miss) the
     full-gold ones first; either falls back to the other kind, so nobody is refused work for it.
@@ -251,9 +251,11 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
             hit = claim_queries.next_hit_with_room(
                 campaign=campaign, worker_id=worker.pk, skipped=full, light_first=light_first
             )
-            if hit is None and _can_lock():
+            if hit is None and _can_lock() and not full:
                 # Every HIT with room may be locked by other claimers right now: wait for one instead of
                 # answering "none left" while a slot may still be free (checked again under the lock).
+                # Only while this claim holds no HIT's lock: a claim holding a full HIT and waiting for
+                # another's, beside one doing the opposite, is a deadlock (it was, under racing returns).
                 hit = claim_queries.next_hit_with_room(
                     campaign=campaign, worker_id=worker.pk, skipped=full, wait=True, light_first=light_first
                 )
