@@ -112,6 +112,16 @@ def test_token_creation_is_an_audit_event():
     assert Token.objects.filter(user=user).count() == 1
 
 
+def test_the_policy_built_once_is_django_csps_and_follows_changed_settings(settings):
+    from csp.utils import build_policy
+
+    client = Client()
+    assert client.get("/accounts/login/")["Content-Security-Policy"] == build_policy()
+    settings.CONTENT_SECURITY_POLICY = {"DIRECTIVES": {"default-src": ["'self'"], "img-src": ["https://cdn.test"]}}
+    changed = client.get("/accounts/login/")["Content-Security-Policy"]
+    assert changed == build_policy() and "https://cdn.test" in changed
+
+
 def test_every_page_has_a_strict_content_security_policy():
     client = Client()
     for url in ("/", "/accounts/login/", "/accounts/signup/"):

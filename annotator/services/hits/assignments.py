@@ -205,15 +205,16 @@ def _expire_own_stale_leases(*, worker: Worker, campaign: Campaign, now) -> Assi
 def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignment:
     """Hand `worker` the next HIT of a live campaign: a reserved Assignment expiring after lease_minutes.
 
-    Locks: SELECT ... FOR UPDATE on the Worker row (serialises one worker's claims), then SELECT ... FOR
-    UPDATE SKIP LOCKED on one open Hit at a time (concurrent claimers take different HITs); the HIT's active
-    assignments (reserved, submitted, approved) are recounted under its lock, so a HIT never has more than
-    `assignments_required`. When every HIT with room is locked by other claimers at that instant, it waits
-    for one (plain FOR UPDATE, only while it holds no other HIT's lock: no deadlock) rather than answer
-    "none left" while a slot may be free. HITs go in stage, then index order, so HITs fill up (and can be aggregated) one after another. Adaptive gold: within a
-    stage, a worker whose gold answers with the campaign's owner were right QUALITY_GOLD_LIGHT_AFTER times in a
-    row since their last miss gets the gold-light HITs first, anyone else (new, or after a miss) the
-    full-gold ones first; either falls back to the other kind, so nobody is refused work for it.
+    Locks: SELECT ... FOR UPDATE on the Worker row (serialises one worker's claims), then SELECT ... FOR UPDATE SKIP
+    LOCKED on one open Hit at a time (concurrent claimers take different HITs); the HIT's active assignments
+    (reserved, submitted, approved) are recounted under its lock, so a HIT never has more than
+    `assignments_required`. When every HIT with room is locked by other claimers at that instant, it waits for one
+    (plain FOR UPDATE, only while it holds no other HIT's lock: no deadlock) rather than answer "none left" while a
+    slot may be free. HITs go in stage, then index order, so HITs fill up (and can be aggregated) one after another.
+    Adaptive gold: within a stage, a worker whose gold answers with the campaign's owner were right
+    QUALITY_GOLD_LIGHT_AFTER times in a row since their last miss gets the gold-light HITs first, anyone else (new,
+    or after a miss) the full-gold ones first; either falls back to the other kind, so nobody is refused work for
+    it.
     Never the same HIT twice to one worker (also a unique constraint), and never a HIT holding a pair the
     worker was shown in another HIT (a repeated pair would mark itself as gold).
     Idempotent: a worker who already holds an unexpired reserved lease in the campaign gets it back.
