@@ -49,6 +49,29 @@ def test_claim_reserves_a_lease_with_expiry_and_event():
     assert list(assignment.events.values_list("from_status", "to_status")) == [("", "reserved")]
 
 
+def test_the_lease_and_its_events_are_the_rows_the_orm_writes():
+    """On PostgreSQL the lease and each transition are written with their event in one SQL statement: the
+    rows hold what the ORM's create and save would have written, and the instance matches its row."""
+    campaign = live_campaign_with_hits(hits=1)
+    worker = qualified(campaign)
+    before = timezone.now()
+    assignment = assignment_claim(campaign=campaign, worker=worker)
+    stored = Assignment.objects.get(pk=assignment.pk)
+    for field in Assignment._meta.concrete_fields:
+        assert getattr(stored, field.attname) == getattr(assignment, field.attname), field.name
+    assert stored.flags == [] and stored.reserved_at >= before and stored.submitted_at is None
+    assert assignment._state.adding is False
+    event = stored.events.get()
+    assert (event.reason, event.actor_id, event.created_at >= before) == ("claimed", None, True)
+    assignment_submit(assignment=assignment, worker=worker, answers=full_answers(assignment))
+    stored.refresh_from_db()
+    assert stored.status == AssignmentStatus.SUBMITTED and stored.submitted_at >= before
+    assert list(stored.events.values_list("from_status", "to_status", "reason")) == [
+        ("", "reserved", "claimed"),
+        ("reserved", "submitted", "submitted"),
+    ]
+
+
 def test_claim_twice_returns_the_same_lease():
     campaign = live_campaign_with_hits(hits=3)
     worker = qualified(campaign)
