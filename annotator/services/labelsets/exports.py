@@ -4,7 +4,7 @@
   ids that are integers written as JSON integers, as ECCV Caption releases them. Queries without a
   positive are left out: ECCV Caption's metrics cannot score them. Beside them, `"verified_negatives":
   {"i2t": {query: [negatives]}, "t2i": {...}}` lists the pairs the set judged not positive, as the
-  campaign export does (it imports back);
+  campaign export does (it imports back); a set without any (a released set) exports its released form;
 - `eccv_split`: one direction's map alone (the file `eccv_image_to_caption.json` or
   `eccv_caption_to_image.json` as released): `direction` says which;
 - `csv`: `kind,image,caption,other_image,other_caption,positive,score,choice,i2t_query,t2i_query`, one
@@ -131,6 +131,9 @@ def _eccv_json_chunks(maps: dict, negatives: dict) -> Iterator[str]:
     for index, direction in enumerate(d for d in ("i2t", "t2i", "t2t", "i2i") if d in maps or d in ("i2t", "t2i")):
         yield ("" if index == 0 else ", ") + json.dumps(direction) + ": "
         yield from _map_chunks(maps.get(direction, {}))
+    if not (negatives.get("i2t") or negatives.get("t2i")):
+        yield "}\n"  # a set that judged no pair negative (a released set) exports exactly its released form
+        return
     yield ', "verified_negatives": {"i2t": '
     yield from _map_chunks(negatives.get("i2t", {}))
     yield ', "t2i": '
