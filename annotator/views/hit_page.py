@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from types import SimpleNamespace
 
 from django.contrib.messages import get_messages
@@ -195,10 +196,10 @@ def _cut(text: str) -> tuple[tuple[bool, str], ...] | None:
     return tuple(pieces)
 
 
-def _frame(key: tuple, context: dict) -> tuple[tuple[bool, str], ...] | None:
+def _frame(key: tuple, context: Callable[[], dict]) -> tuple[tuple[bool, str], ...] | None:
     frame = _FRAMES.get(key)
     if frame is None:
-        frame = _cut(render_to_string("work/hit.html", context))
+        frame = _cut(render_to_string("work/hit.html", context()))
         if frame is None:
             return None
         if len(_FRAMES) >= _FRAMES_KEPT:
@@ -247,7 +248,7 @@ def hit_page_editable(request, *, assignment: Assignment, answers: dict) -> Http
     key = (campaign.pk, hit.stage, kind, json.dumps(rules, sort_keys=True), signed_in, role, operator)
     frame = _frame(
         key,
-        {
+        lambda: {
             **hit_context(campaign=campaign, items=[], answers={}, mode="edit", stage=hit.stage),
             "wording": similarity_wording(kind or "image_caption"),
             "campaign": SimpleNamespace(name=_slot("campaign_name")),

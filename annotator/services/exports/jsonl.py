@@ -8,7 +8,7 @@ from typing import IO
 
 from annotator.bulk import rows_stream
 from annotator.models import Answer, Assignment, Hit, HitItem, Worker
-from annotator.services.exports.rows import Follower, db_table, pair_sql, sources_stream
+from annotator.services.exports.rows import Follower, db_table, labelled_pairs, sources_stream
 
 
 def _answers_stream(campaign_id: int) -> Iterator[tuple]:
@@ -35,36 +35,14 @@ def write_jsonl(*, out: IO[str], campaign_id: int, method: str, variant: str = "
     sources = Follower(sources_stream(campaign_id))
     answers = Follower(_answers_stream(campaign_id))
     count = 0
-    for row in rows_stream(pair_sql(), [campaign_id, method]):
-        (
-            pair_id,
-            kind,
-            image,
-            caption,
-            other_image,
-            other_caption,
-            is_original,
-            direction,
-            choice,
-            score,
-            is_positive,
-            is_positive_strict,
-            confidence,
-            answer_count,
-            label_method,
-            probability,
-            probability_low,
-            probability_high,
-            score_low,
-            score_high,
-        ) = row
+    for pair in labelled_pairs(campaign_id, method):
         record = {
-            "pair_id": pair_id,
-            "kind": kind,
-            "image": image,
-            "caption": caption,
-            "is_original": bool(is_original),
-            "stage": direction,
+            "pair_id": pair.pair_id,
+            "kind": pair.kind,
+            "image": pair.image,
+            "caption": pair.caption,
+            "is_original": bool(pair.is_original),
+            "stage": pair.direction,
             "provenance": [
                 {
                     "annotator": name,
@@ -74,20 +52,20 @@ def write_jsonl(*, out: IO[str], campaign_id: int, method: str, variant: str = "
                     "rank": rank,
                     "score": src_score,
                 }
-                for _, name, annotator_kind, run, src_direction, rank, src_score in sources.take(pair_id)
+                for _, name, annotator_kind, run, src_direction, rank, src_score in sources.take(pair.pair_id)
             ],
-            "verified": "positive" if is_positive else "negative",
+            "verified": "positive" if pair.is_positive else "negative",
             "label": {
-                "method": label_method,
-                "choice": choice or None,
-                "score": score,
-                "is_positive": bool(is_positive),
-                "is_positive_strict": bool(is_positive_strict),
-                "confidence": confidence,
-                "answer_count": answer_count,
-                "probability": probability,
-                "interval_90": None if probability_low is None else [probability_low, probability_high],
-                "score_interval_90": None if score_low is None else [score_low, score_high],
+                "method": pair.method,
+                "choice": pair.choice or None,
+                "score": pair.score,
+                "is_positive": bool(pair.is_positive),
+                "is_positive_strict": bool(pair.is_positive_strict),
+                "confidence": pair.confidence,
+                "answer_count": pair.answer_count,
+                "probability": pair.probability,
+                "interval_90": None if pair.probability_low is None else [pair.probability_low, pair.probability_high],
+                "score_interval_90": None if pair.score_low is None else [pair.score_low, pair.score_high],
             },
             "answers": [
                 {
@@ -100,14 +78,14 @@ def write_jsonl(*, out: IO[str], campaign_id: int, method: str, variant: str = "
                     "seconds_spent": seconds,
                 }
                 for _, pseudonym, a_choice, a_score, shortcomings, wrong_aspects, comment, seconds, _ in answers.take(
-                    pair_id
+                    pair.pair_id
                 )
             ],
         }
-        if other_image is not None:
-            record["other_image"] = other_image
-        if other_caption is not None:
-            record["other_caption"] = other_caption
+        if pair.other_image is not None:
+            record["other_image"] = pair.other_image
+        if pair.other_caption is not None:
+            record["other_caption"] = pair.other_caption
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
         count += 1
     return count

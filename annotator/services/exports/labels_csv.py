@@ -11,8 +11,7 @@ from __future__ import annotations
 import csv
 from typing import IO
 
-from annotator.bulk import rows_stream
-from annotator.services.exports.rows import pair_sql
+from annotator.services.exports.rows import labelled_pairs
 
 CSV_COLUMNS = [
     "pair_id",
@@ -54,51 +53,29 @@ def write_labels_csv(
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     count = 0
-    for row in rows_stream(pair_sql(), [campaign_id, method]):
-        (
-            pair_id,
-            kind,
-            image,
-            caption,
-            other_image,
-            other_caption,
-            is_original,
-            direction,
-            choice,
-            score,
-            is_positive,
-            is_positive_strict,
-            confidence,
-            answer_count,
-            label_method,
-            probability,
-            probability_low,
-            probability_high,
-            score_low,
-            score_high,
-        ) = row
+    for pair in labelled_pairs(campaign_id, method):
         values = [
-            pair_id,
-            kind,
-            image,
-            caption,
-            other_image,
-            other_caption,
-            bool(is_original),
-            direction,
-            label_method,
-            "positive" if is_positive else "negative",
-            choice,
-            score,
-            bool(is_positive),
-            bool(is_positive_strict),
-            confidence,
-            answer_count,
-            probability,
-            probability_low,
-            probability_high,
-            score_low,
-            score_high,
+            pair.pair_id,
+            pair.kind,
+            pair.image,
+            pair.caption,
+            pair.other_image,
+            pair.other_caption,
+            bool(pair.is_original),
+            pair.direction,
+            pair.method,
+            "positive" if pair.is_positive else "negative",
+            pair.choice,
+            pair.score,
+            bool(pair.is_positive),
+            bool(pair.is_positive_strict),
+            pair.confidence,
+            pair.answer_count,
+            pair.probability,
+            pair.probability_low,
+            pair.probability_high,
+            pair.score_low,
+            pair.score_high,
         ]
         writer.writerow([_cell(value) for value in values])
         count += 1

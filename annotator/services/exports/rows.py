@@ -9,6 +9,7 @@ dismissed proposals change nothing. The filter is an anti-join in each export's 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from django.db import connection
 
@@ -59,6 +60,36 @@ def pair_sql() -> str:
         f"LEFT JOIN {db_table(Caption)} oc ON oc.id = p.other_caption_id "
         f"WHERE p.campaign_id = %s AND l.method = %s AND {pair_kept('p')} ORDER BY p.id"
     )
+
+
+class LabelledPair(NamedTuple):
+    """One row of `pair_sql`, named: every writer reads the same columns."""
+
+    pair_id: int
+    kind: str
+    image: str | None
+    caption: str | None
+    other_image: str | None
+    other_caption: str | None
+    is_original: bool
+    direction: str
+    choice: str
+    score: float | None
+    is_positive: bool
+    is_positive_strict: bool
+    confidence: float
+    answer_count: int
+    method: str
+    probability: float | None
+    probability_low: float | None
+    probability_high: float | None
+    score_low: float | None
+    score_high: float | None
+
+
+def labelled_pairs(campaign_id: int, method: str) -> Iterator[LabelledPair]:
+    """The campaign's `method` labels with their pairs, in pair order, streamed."""
+    return (LabelledPair(*row) for row in rows_stream(pair_sql(), [campaign_id, method]))
 
 
 def sources_stream(campaign_id: int) -> Iterator[tuple]:
