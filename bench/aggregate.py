@@ -3,7 +3,8 @@
 The crowd: `--workers` workers answer `--answers` four-choice judgements, `--redundancy` per pair (so
 answers / redundancy pairs); 80% careful workers (error 5%), 10% random clickers, 10% always-yes, like
 the simulated crowd of `manage.py simulate_crowd`. Truth: 40% of the pairs positive. The same code path
-as `labels_aggregate` (annotator.analysis.aggregation.dawid_skene_frame, then the label objects), in a
+as `labels_aggregate` (annotator.analysis.aggregation.dawid_skene: the frame, crowd-kit, the label objects
+and their 90% intervals; the answers are built as votes before the clock starts), in a
 fresh child process per method so each peak RSS is its own; majority vote on the same answers is the
 baseline. Prints seconds, peak resident memory (ru_maxrss of the child), EM iterations' outcome
 (accuracy against the truth) and answers per second.
@@ -50,15 +51,15 @@ def make_answers(*, answers: int, workers: int, redundancy: int, seed: int):
 
 
 def run(method: str, args, queue) -> None:
-    from annotator.analysis.aggregation import Vote, dawid_skene_frame, majority_vote
+    from annotator.analysis.aggregation import Vote, dawid_skene, majority_vote
 
     frame, truth = make_answers(answers=args.answers, workers=args.workers, redundancy=args.redundancy, seed=args.seed)
+    votes = [Vote(int(t), int(w), str(c)) for t, w, c in frame.itertuples(index=False, name=None)]
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
     if method == "dawid_skene":
-        labels = dawid_skene_frame(frame, n_iter=args.iterations)
+        labels = dawid_skene(votes, n_iter=args.iterations)
     else:
-        votes = [Vote(int(t), int(w), str(c)) for t, w, c in frame.itertuples(index=False, name=None)]
         labels = majority_vote(votes)
     seconds = time.perf_counter() - started
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

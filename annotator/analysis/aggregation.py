@@ -2,7 +2,8 @@
 
 Every method returns {pair_id: AggregatedLabel}. `confidence` is the confidence in the positive/negative
 decision (is_positive), in [0.5, 1] for the voting methods: the winning side's share of the (weighted)
-votes, or the Dawid-Skene posterior of that side. Positive = "100% YES" or "Partially YES" (ECCV Caption);
+votes, or the Dawid-Skene posterior of that side. Every four-choice label carries P(positive) and a 90%
+interval of it (`with_intervals`). Positive = "100% YES" or "Partially YES" (ECCV Caption);
 strict positive = the label's choice is "100% YES". For the 0-5 similarity scale (Crisscrossed Captions)
 the label is the mean, positive at >= 3, strict positive at >= 4.
 """
@@ -10,7 +11,7 @@ the label is the mean, positive at >= 3, strict positive at >= 4.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import log
 
 POSITIVE = ("yes", "partially_yes")
@@ -18,6 +19,7 @@ NEGATIVE = ("mostly_no", "no")
 CHOICES = ("yes", "partially_yes", "mostly_no", "no")  # from most to least positive
 SIMILARITY_POSITIVE_AT = 3.0
 SIMILARITY_STRICT_AT = 4.0
+Z90 = 1.6448536269514722  # the two-sided 90% normal quantile
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ def _decide(weights_by_choice: dict[str, float], count: int) -> AggregatedLabel:
 
 def majority_vote(votes: list[Vote]) -> dict[int, AggregatedLabel]:
     """One worker, one vote."""
-    return weighted_vote(votes, weights={})
+    return with_intervals(weighted_vote(votes, weights={}), votes)
 
 
 def worker_weight_from_gold(correct: int, total: int) -> float:
@@ -100,7 +102,7 @@ def weighted_vote(votes: list[Vote], *, weights: dict[int, float]) -> dict[int, 
 def gold_weighted_vote(votes: list[Vote], *, gold: dict[int, tuple[int, int]]) -> dict[int, AggregatedLabel]:
     """Votes weighted by each worker's gold accuracy: `gold` maps worker id to (correct, total)."""
     weights = {worker_id: worker_weight_from_gold(*counts) for worker_id, counts in gold.items()}
-    return weighted_vote(votes, weights=weights)
+    return with_intervals(weighted_vote(votes, weights=weights), votes)
 
 
 def dawid_skene(votes: list[Vote], *, n_iter: int = 100, tol: float = 1e-5) -> dict[int, AggregatedLabel]:
@@ -110,7 +112,8 @@ def dawid_skene(votes: list[Vote], *, n_iter: int = 100, tol: float = 1e-5) -> d
     rows = [(vote.pair_id, vote.worker_id, vote.choice) for vote in votes if vote.choice]
     if not rows:
         return {}
-    return dawid_skene_frame(pd.DataFrame(rows, columns=["task", "worker", "label"]), n_iter=n_iter, tol=tol)
+    labels = dawid_skene_frame(pd.DataFrame(rows, columns=["task", "worker", "label"]), n_iter=n_iter, tol=tol)
+    return with_intervals(labels, votes)
 
 
 def dawid_skene_frame(frame, *, n_iter: int = 100, tol: float = 1e-5) -> dict[int, AggregatedLabel]:
@@ -124,12 +127,21 @@ def crowdkit_model(name: str, votes: list[Vote]) -> dict[int, AggregatedLabel]:
     """One of crowd-kit's models over the four choices: `glad`, `mace` or `wawa`."""
     import pandas as pd
     from crowdkit.aggregation import GLAD, MACE, Wawa
+    from sklearn.utils import Tags, TargetTags
 
-    models = {"glad": lambda: GLAD(n_iter=50), "mace": lambda: MACE(n_restarts=3, n_iter=50), "wawa": Wawa}
+    class TaggedWawa(Wawa):
+        """crowd-kit's Wawa asks scikit-learn whether it is fitted, and scikit-learn >= 1.7 needs the tags
+        that its own estimators inherit (without them every Wawa fit raises AttributeError)."""
+
+        def __sklearn_tags__(self):
+            return Tags(estimator_type=None, target_tags=TargetTags(required=False))
+
+    models = {"glad": lambda: GLAD(n_iter=50), "mace": lambda: MACE(n_restarts=3, n_iter=50), "wawa": TaggedWawa}
     rows = [(vote.pair_id, vote.worker_id, vote.choice) for vote in votes if vote.choice]
     if not rows:
         return {}
-    return crowdkit_frame(pd.DataFrame(rows, columns=["task", "worker", "label"]), models[name]())
+    labels = crowdkit_frame(pd.DataFrame(rows, columns=["task", "worker", "label"]), models[name]())
+    return with_intervals(labels, votes)
 
 
 def crowdkit_frame(frame, model) -> dict[int, AggregatedLabel]:
@@ -160,6 +172,70 @@ def crowdkit_frame(frame, model) -> dict[int, AggregatedLabel]:
             probability=min(max(positive, 0.0), 1.0),
         )
     return labels
+
+
+def with_intervals(labels: dict[int, AggregatedLabel], votes: list[Vote]) -> dict[int, AggregatedLabel]:
+    """The labels with a 90% interval of their P(positive), however the method reached it.
+
+    The interval says what the answers support given how well their workers are known, as in
+    `posterior.fit_posterior`: each worker's sensitivity and specificity get a Beta(1, 1) prior plus the soft
+    counts of their answers under the method's own P(positive) of every pair (a pair the method calls 0.9
+    positive adds 0.9 of a "positive" case to each of its workers), and the class rate a Beta(1, 1) prior plus
+    the soft count of positives. A pair's log-odds is the class term plus one term per answer, E[log s /
+    (1 - t)] for a "positive" and E[log (1 - s) / t] for a "negative" (digamma), each with its variance
+    (trigamma); the normal interval on the log-odds is mapped back through the logistic function and widened,
+    where needed, to hold the method's own P(positive) (a method sure after two answers per worker, as
+    Dawid-Skene can be, keeps its estimate; the interval shows how little the workers' records say).
+    A pair answered by workers with many answers gets a narrow interval, one resting on newcomers a wide one.
+    """
+    import numpy as np
+    from scipy.special import digamma, expit, polygamma
+
+    answered = [vote for vote in votes if vote.choice and vote.pair_id in labels]
+    if not answered:
+        return labels
+    pair_ids = np.fromiter((vote.pair_id for vote in answered), dtype=np.int64, count=len(answered))
+    worker_ids = np.fromiter((vote.worker_id for vote in answered), dtype=np.int64, count=len(answered))
+    said_positive = np.fromiter((vote.choice in POSITIVE for vote in answered), dtype=float, count=len(answered))
+    pairs, prow = np.unique(pair_ids, return_inverse=True)
+    workers, wrow = np.unique(worker_ids, return_inverse=True)
+    probability = np.array([labels[int(pair)].probability for pair in pairs], dtype=float)
+    q = probability[prow]
+    n = len(workers)
+    # Beta parameters: sensitivity s ~ (says yes | positive, says no | positive), specificity t ~ (no | negative,
+    # yes | negative).
+    s_yes = 1.0 + np.bincount(wrow, weights=q * said_positive, minlength=n)
+    s_no = 1.0 + np.bincount(wrow, weights=q * (1 - said_positive), minlength=n)
+    t_no = 1.0 + np.bincount(wrow, weights=(1 - q) * (1 - said_positive), minlength=n)
+    t_yes = 1.0 + np.bincount(wrow, weights=(1 - q) * said_positive, minlength=n)
+
+    def trigamma(x):
+        return polygamma(1, x)
+
+    s_all, t_all = digamma(s_yes + s_no), digamma(t_no + t_yes)
+    weight_yes = (digamma(s_yes) - s_all) - (digamma(t_yes) - t_all)
+    weight_no = (digamma(s_no) - s_all) - (digamma(t_no) - t_all)
+    s_var, t_var = trigamma(s_yes + s_no), trigamma(t_no + t_yes)
+    var_yes = trigamma(s_yes) - s_var + trigamma(t_yes) - t_var
+    var_no = trigamma(s_no) - s_var + trigamma(t_no) - t_var
+    is_yes = said_positive > 0.5
+    positives, negatives = 1.0 + probability.sum(), 1.0 + (1 - probability).sum()
+    log_odds = (digamma(positives) - digamma(negatives)) + np.bincount(
+        prow, weights=np.where(is_yes, weight_yes[wrow], weight_no[wrow]), minlength=len(pairs)
+    )
+    variance = (trigamma(positives) + trigamma(negatives)) + np.bincount(
+        prow, weights=np.where(is_yes, var_yes[wrow], var_no[wrow]), minlength=len(pairs)
+    )
+    half = Z90 * np.sqrt(variance)
+    low = np.minimum(expit(log_odds - half), probability)
+    high = np.maximum(expit(log_odds + half), probability)
+    intervals = {int(pair): (float(low[row]), float(high[row])) for row, pair in enumerate(pairs)}
+    return {
+        pair_id: replace(label, probability_low=intervals[pair_id][0], probability_high=intervals[pair_id][1])
+        if pair_id in intervals
+        else label
+        for pair_id, label in labels.items()
+    }
 
 
 def mean_score(

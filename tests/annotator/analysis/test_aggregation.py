@@ -3,9 +3,11 @@
 import random
 
 import pytest
+from scipy.special import logit
 
 from annotator.analysis.aggregation import (
     Vote,
+    crowdkit_model,
     dawid_skene,
     gold_weighted_vote,
     majority_vote,
@@ -64,6 +66,55 @@ def test_dawid_skene_recovers_truth_despite_spammers():
     assert accuracy["ds"] >= 0.93  # 0.947 with this seed; a careful minority of 1 still errs 5%
     assert accuracy["ds"] >= accuracy["mv"] + 0.05
     assert all(0.5 <= label.confidence <= 1 for label in dawid_skene(votes).values())
+
+
+def _crowd(*, pairs: int, seed: int, newcomers: int = 0):
+    """6 regular workers (90% right) answer `pairs` pairs three times each; the last `newcomers` pairs are
+    answered instead by three newcomers who answer nothing else. Pair 0 (three regulars) and the last pair
+    (newcomers) are positive, and every answer to them and the newcomers' is right."""
+    rng = random.Random(seed)
+    truth = {pair: pair in (0, pairs - 1) or rng.random() < 0.4 for pair in range(pairs)}
+    votes = []
+    for pair, positive in truth.items():
+        if pair >= pairs - newcomers:
+            votes += [Vote(pair, 100 + k, "yes" if positive else "no") for k in range(3)]
+            continue
+        for worker in rng.sample(range(6), 3):
+            right = pair == 0 or rng.random() >= 0.1
+            votes.append(Vote(pair, worker, "yes" if positive == right else "no"))
+    return votes, truth
+
+
+@pytest.mark.parametrize(
+    "aggregate",
+    [
+        majority_vote,
+        dawid_skene,
+        lambda votes: gold_weighted_vote(votes, gold={}),
+        lambda votes: crowdkit_model("glad", votes),
+        lambda votes: crowdkit_model("mace", votes),
+        lambda votes: crowdkit_model("wawa", votes),
+    ],
+    ids=["majority", "dawid_skene", "gold_weighted", "glad", "mace", "wawa"],
+)
+def test_every_four_choice_label_carries_its_probability_inside_a_90_percent_interval(aggregate):
+    votes, truth = _crowd(pairs=60, seed=3, newcomers=4)
+    labels = aggregate(votes)
+    assert set(labels) == set(truth)
+    for label in labels.values():
+        assert label.probability is not None and label.probability_low is not None
+        assert 0.0 <= label.probability_low <= label.probability <= label.probability_high <= 1.0
+    # Three agreeing regulars with about 28 answers each are better known than three agreeing newcomers with 4:
+    # the lowest P(positive) their answers leave plausible is higher.
+    regular, newcomer = labels[0], labels[59]
+    assert regular.is_positive and newcomer.is_positive
+    assert logit(regular.probability_low) > logit(newcomer.probability_low)
+
+
+def test_the_interval_narrows_as_the_workers_records_grow():
+    small, _ = _crowd(pairs=8, seed=5)
+    large, _ = _crowd(pairs=200, seed=5)
+    assert dawid_skene(large)[0].probability_low > dawid_skene(small)[0].probability_low
 
 
 def test_mean_score_for_similarity():
