@@ -37,10 +37,16 @@ MAX_COMMENT_CHARS = 2000
 MAX_SECONDS_PER_ITEM = 24 * 3600.0
 
 
+# The valid values, once: Django's `Choices.values` builds its list on every access.
+CHOICE_VALUES = frozenset(Choice.values)
+SHORTCOMING_VALUES = frozenset(Shortcoming.values)
+WRONG_ASPECT_VALUES = frozenset(WrongAspect.values)
+
+
 def _clean_answer(
     *,
     campaign: Campaign,
-    stage: str | None = None,
+    rules: dict,
     choice: str | None,
     score,
     shortcomings: Iterable[str] | None,
@@ -48,7 +54,7 @@ def _clean_answer(
     comment: str | None,
 ) -> dict:
     """Validate one (possibly partial) answer and drop follow-ups that no longer apply (or that the HIT's
-    `stage` does not ask: the second stage of a `both` campaign has its own switch)."""
+    `rules`, `hit_rules` of its stage, do not ask: the second stage of a `both` campaign has its own switch)."""
     choice = (choice or "").strip()
     shortcomings = list(dict.fromkeys(shortcomings or []))
     wrong_aspects = list(dict.fromkeys(wrong_aspects or []))
@@ -66,15 +72,14 @@ def _clean_answer(
             if not math.isfinite(score) or not 0.0 <= score <= 5.0:
                 raise ApplicationError("The similarity must be a number from 0 to 5.")
         return {"choice": "", "score": score, "shortcomings": [], "wrong_aspects": [], "comment": comment}
-    if choice and choice not in Choice.values:
+    if choice and choice not in CHOICE_VALUES:
         raise ApplicationError(f"Unknown answer {choice!r}.")
-    bad = [value for value in shortcomings if value not in Shortcoming.values]
+    bad = [value for value in shortcomings if value not in SHORTCOMING_VALUES]
     if bad:
         raise ApplicationError(f"Unknown reason {bad[0]!r}.")
-    bad = [value for value in wrong_aspects if value not in WrongAspect.values]
+    bad = [value for value in wrong_aspects if value not in WRONG_ASPECT_VALUES]
     if bad:
         raise ApplicationError(f"Unknown aspect {bad[0]!r}.")
-    rules = hit_rules(campaign=campaign, stage=stage)
     reasons, aspects = answer_followups(rules=rules, choice=choice, shortcomings=shortcomings)
     shortcomings = shortcomings if reasons else []
     wrong_aspects = wrong_aspects if aspects else []
@@ -193,7 +198,7 @@ def answer_save(
     item_id = _resolve_token(assignment=current, item_token=item_token)
     cleaned = _clean_answer(
         campaign=current.hit.campaign,
-        stage=current.hit.stage,
+        rules=hit_rules(campaign=current.hit.campaign, stage=current.hit.stage),
         choice=choice,
         score=score,
         shortcomings=shortcomings,
@@ -249,6 +254,7 @@ def _apply_final_answers(*, assignment: Assignment, entries: list, tokens: dict,
     """Write the answers sent with a submit, in two statements at most: what autosave already stored (the
     usual case) is left alone. Updates `stored` in place. The caller holds the assignment's row lock."""
     to_create, to_update = [], []
+    rules = hit_rules(campaign=assignment.hit.campaign, stage=assignment.hit.stage)
     for entry in entries:
         if not isinstance(entry, dict):
             raise ApplicationError("Each answer must be an object.")
@@ -257,7 +263,7 @@ def _apply_final_answers(*, assignment: Assignment, entries: list, tokens: dict,
         )
         cleaned = _clean_answer(
             campaign=assignment.hit.campaign,
-            stage=assignment.hit.stage,
+            rules=rules,
             choice=entry.get("choice"),
             score=entry.get("score"),
             shortcomings=_as_list(entry.get("shortcomings")),
