@@ -31,6 +31,21 @@ def test_labels_from_approved_answers_only_for_every_method():
     assert label.choice in ("yes", "partially_yes")
 
 
+@pytest.mark.parametrize("method", ["majority", "gold_weighted", "dawid_skene", "glad", "mace", "wawa"])
+def test_every_four_choice_method_stores_labels_with_a_90_percent_interval(method):
+    hit = hit_with_gold(candidates=2, redundancy=3)
+    _approved(hit, candidate="yes")
+    _approved(hit, candidate="partially_yes")
+    _approved(hit, candidate="no")
+    report = labels_aggregate(campaign=hit.campaign, method=method)
+    assert report["labels"] == {method: 4}
+    labels = Label.objects.filter(pair_id__in=hit.items.values("pair_id"), method=method)
+    assert labels.count() == 4
+    for label in labels:
+        assert label.probability_low <= label.probability <= label.probability_high
+        assert 0.0 <= label.probability_low < label.probability_high <= 1.0
+
+
 def test_a_promoted_gold_pair_keeps_its_uncertainty_in_the_label():
     """A candidate the crowd settled, then asked again as gold in a follow-up (promoted): its Label rests on
     the crowd's answers, its gold answers among them, with an interval; the campaign's own gold stays known.
