@@ -10,7 +10,10 @@ takes the checked worker's own answers out of the comparison. The flag rule, per
   QUALITY_POSTERIOR_FLAG_LEVEL, judged on at least QUALITY_PEER_MIN_ITEMS of informative comparisons
   (each pair counts |2 q - 1|, so a pair the others are unsure of counts little) over all the worker's
   candidate answers in the campaign; or on the assignment's own answers with QUALITY_POSTERIOR_HIT_LEVEL
-  (a worker careful on one HIT and careless on the next);
+  (a worker careful on one HIT and careless on the next); or with QUALITY_POSTERIOR_HIT_LEVEL over the campaign
+  on fewer comparisons (at least QUALITY_PEER_STRONG_MIN_ITEMS): the posterior already weighs how much evidence
+  there is, and a guesser whose pairs the machine prior settled on few answers is otherwise paid for want of
+  comparisons;
 - with too little evidence to judge (a short follow-up HIT), `disagrees_with_peers` again when another of the
   worker's assignments on the campaign was flagged so and not approved;
 - a tolerated gold miss is excused when that probability, judged on the worker's candidate answers and all
@@ -166,8 +169,11 @@ def assignment_crowd_flags(*, assignment, check: CrowdCheck, settled_only: bool 
     this, overall = check.evidence(assignment, settled_only=settled_only)
     enough = overall.compared >= min_items
     flags = []
-    careless = (enough and overall.p_below >= _setting("QUALITY_POSTERIOR_FLAG_LEVEL", 0.7)) or (
-        this.compared >= min_items and this.p_below >= _setting("QUALITY_POSTERIOR_HIT_LEVEL", 0.95)
+    strong = _setting("QUALITY_POSTERIOR_HIT_LEVEL", 0.95)
+    careless = (
+        (enough and overall.p_below >= _setting("QUALITY_POSTERIOR_FLAG_LEVEL", 0.7))
+        or (this.compared >= min_items and this.p_below >= strong)
+        or (overall.compared >= _setting("QUALITY_PEER_STRONG_MIN_ITEMS", 5) and overall.p_below >= strong)
     )
     if not careless and not enough and _found_careless_before(assignment):
         careless = True  # too little to clear a worker the crowd already found careless on this campaign

@@ -148,3 +148,18 @@ def test_a_tolerated_miss_is_weighed_with_the_workers_gold_and_answers_together(
     guesser.refresh_from_db()
     assert careful.status == AssignmentStatus.APPROVED
     assert FLAG_GOLD_FAILED in guesser.flags and guesser.status == AssignmentStatus.SUBMITTED
+
+
+def test_strong_evidence_on_fewer_comparisons_than_the_minimum_still_flags_a_guesser():
+    """Six pairs are fewer comparisons than QUALITY_PEER_MIN_ITEMS, but four careful peers agree on each and the
+    guesser contradicts them on all six: P(accuracy < 0.7) is past QUALITY_POSTERIOR_HIT_LEVEL, so the guesser
+    is flagged instead of being paid for want of a longer HIT; a worker who agrees with the peers is approved."""
+    hit = hit_with_gold(candidates=6, redundancy=6)
+    _peers(hit, n=4, candidate="no")
+    lucky = assignment_score(assignment_id=submit(hit, candidate="yes").pk)
+    careful = assignment_score(assignment_id=submit(hit, candidate="no").pk)
+    assignments_auto_approve_due(now=timezone.now() + LATER)
+    lucky.refresh_from_db()
+    careful.refresh_from_db()
+    assert lucky.flags == [FLAG_PEER_DISAGREEMENT] and lucky.status == AssignmentStatus.SUBMITTED
+    assert careful.status == AssignmentStatus.APPROVED
