@@ -18,7 +18,7 @@ The rules (ECCV Caption Sec. 3.2, App. B.1):
 - a gold pair appears in at most `reuse_limit` HITs;
 - positions are a seeded permutation, so gold sits at random positions;
 - adaptive gold: with a `light_share`, that share of the HITs (spread evenly, `is_gold_light`) is
-  gold-light: one gold item (a positive and a negative in turn) and, in the place of the one left out, one
+  gold-light: one gold item (a positive and a negative in turn) and, in the place of each one left out, one
   more candidate: a pair an annotator ranked just below the pooling depth for a query of the HIT
   (`extra_candidates`). It joins a query group of the HIT other than the gold item's, as the gold item left
   out would have, so a gold-light HIT has the same number of items and the same query groups as a full one.
@@ -129,6 +129,22 @@ def extra_candidate(
             if key not in blocked:
                 return key, queries[i]
     return None
+
+
+def _extras_for_light_hit(
+    extra_candidates: dict[int, list[int]], *, n: int, queries: list[int], blocked: set[int], rng: np.random.Generator
+) -> list[tuple[int, int]]:
+    """`n` extra candidates for a gold-light HIT, one per gold item it leaves out, or none when there are fewer
+    (the HIT stays full: a light HIT always has the full one's size)."""
+    found: list[tuple[int, int]] = []
+    blocked = set(blocked)
+    for _ in range(n):
+        extra = extra_candidate(extra_candidates, queries=queries, blocked=blocked, rng=rng)
+        if extra is None:
+            return []
+        found.append(extra)
+        blocked.add(extra[0])
+    return found
 
 
 def fill_up(hit: list[int], *, per_hit: int, filler: np.ndarray, rng: np.random.Generator) -> list[int]:
@@ -318,26 +334,29 @@ def pack_stage(
             keys = fill_up(keys, per_hit=per_hit, filler=filler, rng=rng)
         queries = sorted({int(q) for q in pool_query[idx]})
         taken = set(keys)
-        extra = None
+        found: list[tuple[int, int]] = []
         if n_positive + n_negative >= 2 and extra_candidates and is_gold_light(light_share, number):
-            extra = extra_candidate(extra_candidates, queries=queries, blocked=taken | used_extra, rng=rng)
+            found = _extras_for_light_hit(
+                extra_candidates, n=n_positive + n_negative - 1, queries=queries, blocked=taken | used_extra, rng=rng
+            )
         extras: list[tuple[int, str, int | None]] = []
-        if extra is None:
+        if not found:
             positives = picker.positives(taken=taken, queries=queries, n=n_positive)
             negatives = picker.negatives(taken=taken, queries=queries, n=n_negative, fallback_queries=stage_queries)
         else:
-            extra_key, extra_query = extra
-            used_extra.add(extra_key)
-            taken.add(extra_key)
-            extras.append((extra_key, CANDIDATE, extra_query))
+            for extra_key, extra_query in found:
+                used_extra.add(extra_key)
+                taken.add(extra_key)
+                extras.append((extra_key, CANDIDATE, extra_query))
             keep_positive, keep_negative = light_gold_roles(n_positive=n_positive, n_negative=n_negative, number=lights)
             lights += 1
-            # The extra candidate sits where the gold item left out would have (the group of its query); the one
-            # gold item joins another query's group, as the two gold items of a full HIT do.
-            others = [q for q in queries if q != extra_query] or queries
+            # The extra candidates sit where the gold items left out would have (the groups of their queries);
+            # the one gold item joins another query's group, as the gold items of a full HIT do.
+            extra_queries = {query for _, query in found}
+            others = [q for q in queries if q not in extra_queries] or queries
             positives = picker.positives(taken=taken, queries=others, n=keep_positive)
             if keep_negative:
-                picker.positive_queries = {extra_query}
+                picker.positive_queries = extra_queries
             negatives = picker.negatives(taken=taken, queries=queries, n=keep_negative, fallback_queries=stage_queries)
         items = (
             [(k, CANDIDATE, query_of_key.get(k)) for k in keys]

@@ -116,6 +116,24 @@ def test_a_gold_light_share_builds_that_share_of_hits_with_one_gold_item_and_the
     assert not build(owner, dataset, runs, **options).hits.filter(gold_light=True).exists()  # off by default
 
 
+def test_a_gold_light_hit_keeps_the_full_hits_size_with_three_gold_items(owner, world_both):
+    """With 1 gold positive and 2 gold negatives a full HIT holds 19 items; a gold-light one keeps one gold item
+    and takes an extra candidate for each of the two it leaves out (it once took one, and was one item short)."""
+    dataset, runs = world_both
+    options = {"direction": "both", "gold_exclusion_depth": 20, "pool_depth": 4, "gold_negatives_per_hit": 2}
+    campaign = build(owner, dataset, runs, **options, gold_light_share=0.5)
+    light = set(Hit.objects.filter(campaign=campaign, gold_light=True).values_list("index", flat=True))
+    snapshot = campaign_snapshot(campaign)
+    assert 0 < len(light) < len(snapshot)
+    for index, _stage, _required, items in snapshot:
+        roles = Counter(item[1] for item in items)
+        assert [item[0] for item in items] == list(range(1, 20))
+        if index in light:
+            assert roles["candidate"] == 18 and roles["gold_positive"] + roles["gold_negative"] == 1
+        else:
+            assert roles == {"candidate": 16, "gold_positive": 1, "gold_negative": 2}
+
+
 def test_pool_is_the_union_of_every_runs_top_k_with_provenance(owner, world):
     dataset, runs = world
     campaign = build(owner, dataset, runs, pool_depth=3)
