@@ -19,7 +19,6 @@ NEGATIVE = ("mostly_no", "no")
 CHOICES = ("yes", "partially_yes", "mostly_no", "no")  # from most to least positive
 SIMILARITY_POSITIVE_AT = 3.0
 SIMILARITY_STRICT_AT = 4.0
-Z90 = 1.6448536269514722  # the two-sided 90% normal quantile
 
 
 @dataclass(frozen=True)
@@ -189,7 +188,9 @@ def with_intervals(labels: dict[int, AggregatedLabel], votes: list[Vote]) -> dic
     A pair answered by workers with many answers gets a narrow interval, one resting on newcomers a wide one.
     """
     import numpy as np
-    from scipy.special import digamma, expit, polygamma
+    from scipy.special import digamma, expit
+
+    from annotator.analysis.posterior import Z90, trigamma
 
     answered = [vote for vote in votes if vote.choice and vote.pair_id in labels]
     if not answered:
@@ -208,9 +209,6 @@ def with_intervals(labels: dict[int, AggregatedLabel], votes: list[Vote]) -> dic
     s_no = 1.0 + np.bincount(wrow, weights=q * (1 - said_positive), minlength=n)
     t_no = 1.0 + np.bincount(wrow, weights=(1 - q) * (1 - said_positive), minlength=n)
     t_yes = 1.0 + np.bincount(wrow, weights=(1 - q) * said_positive, minlength=n)
-
-    def trigamma(x):
-        return polygamma(1, x)
 
     s_all, t_all = digamma(s_yes + s_no), digamma(t_no + t_yes)
     weight_yes = (digamma(s_yes) - s_all) - (digamma(t_yes) - t_all)

@@ -28,7 +28,7 @@ from scipy.special import digamma, expit, polygamma
 Z90 = 1.6448536269514722  # the two-sided 90% normal quantile
 
 
-def _trigamma(x):
+def trigamma(x):
     return polygamma(1, x)
 
 
@@ -177,7 +177,7 @@ def fit_posterior(
             alpha = prior.class_rate * prior.class_strength + q[unknown].sum()
             beta = (1 - prior.class_rate) * prior.class_strength + (1 - q[unknown]).sum()
             prior_log_odds = np.full(n_pairs, digamma(alpha) - digamma(beta))
-            prior_var = np.full(n_pairs, _trigamma(alpha) + _trigamma(beta))
+            prior_var = np.full(n_pairs, trigamma(alpha) + trigamma(beta))
         # E-step.
         fit = PosteriorFit(
             pairs=all_pairs,
@@ -202,10 +202,10 @@ def fit_posterior(
 
     # The variance of each answer's weight, from the Beta posteriors (independent s and t per worker).
     def log_var(alpha, beta):
-        return _trigamma(alpha) - _trigamma(alpha + beta)
+        return trigamma(alpha) - trigamma(alpha + beta)
 
     def log_complement_var(alpha, beta):
-        return _trigamma(beta) - _trigamma(alpha + beta)
+        return trigamma(beta) - trigamma(alpha + beta)
 
     var_yes = log_var(sens[:, 0], sens[:, 1]) + log_complement_var(spec[:, 0], spec[:, 1])
     var_no = log_complement_var(sens[:, 0], sens[:, 1]) + log_var(spec[:, 0], spec[:, 1])

@@ -90,48 +90,36 @@ def test_every_hit_has_the_exact_composition_and_no_pair_twice(owner, world_both
     assert len(gold_positions) > 5  # gold is not parked at a fixed position
 
 
-def test_a_gold_light_share_builds_that_share_of_hits_with_one_gold_item_and_the_same_size(owner, world_both):
-    """Adaptive gold: every HIT still holds 18 items; the gold-light ones (Hit.gold_light) 16 + 1 extra
-    candidate + 1 gold item."""
+@pytest.mark.parametrize("gold_negatives", [1, 2])
+def test_a_gold_light_share_builds_that_share_of_hits_with_one_gold_item_and_the_same_size(
+    owner, world_both, gold_negatives
+):
+    """Adaptive gold: every HIT keeps the full HIT's size (16 candidates + 1 gold positive + `gold_negatives`);
+    a gold-light one (Hit.gold_light) holds one gold item and an extra candidate for each gold item it leaves
+    out (with two gold negatives it once took one extra, and was one item short)."""
     dataset, runs = world_both
     options = {"direction": "both", "gold_exclusion_depth": 20, "pool_depth": 4}
+    options["gold_negatives_per_hit"] = gold_negatives
+    size, extras = 17 + gold_negatives, gold_negatives
     campaign = build(owner, dataset, runs, **options, gold_light_share=0.5)
     light = set(Hit.objects.filter(campaign=campaign, gold_light=True).values_list("index", flat=True))
     snapshot = campaign_snapshot(campaign)
     assert 0 < len(light) and abs(len(light) - len(snapshot) / 2) <= 2  # half of each stage's HITs
     for index, _stage, _required, items in snapshot:
         roles = Counter(item[1] for item in items)
-        assert [item[0] for item in items] == list(range(1, 19))
+        assert [item[0] for item in items] == list(range(1, size + 1))
         if index in light:
-            assert roles["candidate"] == 17 and roles["gold_positive"] + roles["gold_negative"] == 1
+            assert roles["candidate"] == 16 + extras and roles["gold_positive"] + roles["gold_negative"] == 1
         else:
-            assert roles == {"candidate": 16, "gold_positive": 1, "gold_negative": 1}
-    # Each light HIT's extra candidate is a pair its runs rank just below the pooling depth, with that provenance.
+            assert roles == {"candidate": 16, "gold_positive": 1, "gold_negative": gold_negatives}
+    # Each light HIT's extra candidates are pairs its runs rank just below the pooling depth, with that provenance.
     for hit in Hit.objects.filter(campaign=campaign, gold_light=True):
         best = [
             min(PairSource.objects.filter(pair_id=item.pair_id).values_list("rank", flat=True), default=None)
             for item in hit.items.filter(role=ItemRole.CANDIDATE)
         ]
-        assert None not in best and sum(rank > 4 for rank in best) == 1
+        assert None not in best and sum(rank > 4 for rank in best) == extras
     assert not build(owner, dataset, runs, **options).hits.filter(gold_light=True).exists()  # off by default
-
-
-def test_a_gold_light_hit_keeps_the_full_hits_size_with_three_gold_items(owner, world_both):
-    """With 1 gold positive and 2 gold negatives a full HIT holds 19 items; a gold-light one keeps one gold item
-    and takes an extra candidate for each of the two it leaves out (it once took one, and was one item short)."""
-    dataset, runs = world_both
-    options = {"direction": "both", "gold_exclusion_depth": 20, "pool_depth": 4, "gold_negatives_per_hit": 2}
-    campaign = build(owner, dataset, runs, **options, gold_light_share=0.5)
-    light = set(Hit.objects.filter(campaign=campaign, gold_light=True).values_list("index", flat=True))
-    snapshot = campaign_snapshot(campaign)
-    assert 0 < len(light) < len(snapshot)
-    for index, _stage, _required, items in snapshot:
-        roles = Counter(item[1] for item in items)
-        assert [item[0] for item in items] == list(range(1, 20))
-        if index in light:
-            assert roles["candidate"] == 18 and roles["gold_positive"] + roles["gold_negative"] == 1
-        else:
-            assert roles == {"candidate": 16, "gold_positive": 1, "gold_negative": 2}
 
 
 def test_pool_is_the_union_of_every_runs_top_k_with_provenance(owner, world):
