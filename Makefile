@@ -63,9 +63,8 @@ test-embedded:
 bench: install-dev services
 	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
-# The project has not shipped yet: one initial migration, regenerated from the models.
+# New migrations for changed models; the existing ones are history and are never regenerated.
 migrations: install
-	rm -f annotator/migrations/0*.py
 	$(MANAGE) makemigrations annotator
 
 clean:

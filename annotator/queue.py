@@ -6,7 +6,7 @@ CELERY_TASK_ALWAYS_EAGER (the embedded default) they run in-process at that mome
 
 A broker that is down (or Redis refusing writes) must not turn a committed write into an error: the
 person's submit is in the database, and telling them it failed would only make them do it again. So a
-message that cannot be sent after commit is logged and left to the sweep (annotator/services/sweep.py),
+message that cannot be sent after commit is logged and left to the sweep (annotator/services/operations/sweep.py),
 which finds the work by its state (a submission without a score, an import without progress) and does
 it. Outside a transaction there is nothing committed yet to protect: the error reaches the caller, which
 may refuse the request (503) and undo its own state.

@@ -1,1 +1,1 @@
-"""Readers and checks behind `annotator.services.datasets.dataset_import`."""
+"""Readers and checks behind `annotator.services.importing.imports.dataset_import`."""

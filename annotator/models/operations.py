@@ -2,7 +2,7 @@ from django.db import models
 
 
 class SweepRun(models.Model):
-    """One pass of the sweep (annotator/services/sweep.py): what it found late and what it did about it.
+    """One pass of the sweep (annotator/services/operations/sweep.py): what it found late and what it did about it.
 
     Kept for a day; the operations page shows the latest ones, and their age tells whether beat and a
     worker are running at all.

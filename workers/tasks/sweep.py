@@ -7,7 +7,7 @@ from annotator.services.operations.sweep import work_sweep
 
 @shared_task(
     name="workers.tasks.sweep.work_sweep_task",
-    # Idempotent and safe beside itself (annotator/services/sweep.py); a pass lost with its worker is simply
+    # Idempotent and safe beside itself (annotator/services/operations/sweep.py); a pass lost with its worker is simply
     # the next pass's work, so it is acknowledged on receipt and never redelivered late.
     time_limit=120,
     soft_time_limit=100,
