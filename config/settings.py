@@ -12,6 +12,8 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from annotator import task_names
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
@@ -168,8 +170,8 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
-    "workers.tasks.ranking.*": {"queue": "gpu"},
-    "workers.tasks.pools.enlargement_task": {"queue": "gpu"},
+    task_names.RANKING_ALL: {"queue": "gpu"},
+    task_names.ENLARGEMENT: {"queue": "gpu"},
 }
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=6 * 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=6 * 3600 - 60)
@@ -299,11 +301,11 @@ QUALITY_POSTERIOR_CHECK_ACCURACY = env.float("QUALITY_POSTERIOR_CHECK_ACCURACY",
 QUALITY_GOLD_DISPUTE_MIN_ANSWERS = env.int("QUALITY_GOLD_DISPUTE_MIN_ANSWERS", default=5)
 QUALITY_GOLD_DISPUTE_SHARE = env.float("QUALITY_GOLD_DISPUTE_SHARE", default=0.5)
 CELERY_BEAT_SCHEDULE["quality-auto-approve"] = {
-    "task": "workers.tasks.quality.assignments_auto_approve_task",
+    "task": task_names.ASSIGNMENTS_AUTO_APPROVE,
     "schedule": env.float("QUALITY_AUTO_APPROVE_EVERY_SECONDS", default=300.0),
 }
 CELERY_BEAT_SCHEDULE["quality-aggregate"] = {
-    "task": "workers.tasks.quality.labels_aggregate_stale_task",
+    "task": task_names.LABELS_AGGREGATE_STALE,
     "schedule": env.float("QUALITY_AGGREGATE_EVERY_SECONDS", default=900.0),
 }
 
@@ -341,11 +343,11 @@ SESSION_ENGINE = env.str(
 if SESSION_ENGINE.rsplit(".", 1)[-1] in ("cache", "cached_db") and not CACHE_URL:
     raise ImproperlyConfigured(f"SESSION_ENGINE={SESSION_ENGINE} needs CACHE_URL (a cache all processes share).")
 CELERY_BEAT_SCHEDULE["webhooks-retry"] = {
-    "task": "workers.tasks.webhooks.webhooks_deliver_due_task",
+    "task": task_names.WEBHOOKS_DELIVER_DUE,
     "schedule": env.float("WEBHOOKS_RETRY_EVERY_SECONDS", default=30.0),
 }
 CELERY_BEAT_SCHEDULE["leases-expire"] = {
-    "task": "workers.tasks.leases.assignments_expire_task",
+    "task": task_names.ASSIGNMENTS_EXPIRE,
     "schedule": env.float("LEASES_EXPIRE_EVERY_SECONDS", default=60.0),
 }
 
@@ -392,6 +394,6 @@ OUTAGE_RETRY_AFTER_SECONDS = env.int("OUTAGE_RETRY_AFTER_SECONDS", default=5)
 SWEEP_SCORE_AFTER_SECONDS = env.float("SWEEP_SCORE_AFTER_SECONDS", default=60.0)
 SWEEP_JOB_STALE_SECONDS = env.float("SWEEP_JOB_STALE_SECONDS", default=600.0)
 CELERY_BEAT_SCHEDULE["work-sweep"] = {
-    "task": "workers.tasks.sweep.work_sweep_task",
+    "task": task_names.WORK_SWEEP,
     "schedule": env.float("SWEEP_EVERY_SECONDS", default=30.0),
 }

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from annotator import task_names
 from annotator.access import campaigns_managed_by
 from annotator.errors import ApplicationError
 from annotator.models import FLAG_LABELS, LABEL_MODELS, Assignment, CleanupProposal, ExternalDecision, Role, Worker
@@ -38,7 +39,6 @@ from annotator.services.quality.policy import campaign_policy_update
 from annotator.services.quality.trust import worker_block, worker_standing, worker_trust, worker_unblock
 from annotator.views.access import role_required
 
-AGGREGATE_TASK = "workers.tasks.quality.labels_aggregate_task"
 QUEUE_PAGE_SIZE = 200
 
 
@@ -214,7 +214,7 @@ POLICY_FLOATS = ("settle_probability", "gold_light_share")
 @role_required(Role.REQUESTER)
 def quality_aggregate(request, campaign_id: int):
     campaign = _campaign(request, campaign_id)
-    enqueue_on_commit(AGGREGATE_TASK, campaign.pk)
+    enqueue_on_commit(task_names.LABELS_AGGREGATE, campaign.pk)
     messages.success(request, "Aggregation queued: labels are recomputed from the approved answers.")
     return redirect("review-quality", campaign_id=campaign.pk)
 

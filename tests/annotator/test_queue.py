@@ -6,6 +6,7 @@ import pytest
 from django.db import transaction
 from django.urls import reverse
 
+from annotator import task_names
 from annotator.models import Assignment, AssignmentStatus, Dataset
 from annotator.queue import enqueue_on_commit
 from annotator.selectors.work import hit_item_tokens
@@ -15,7 +16,6 @@ from tests.annotator.views.test_work_views import claim, post_json, worker_clien
 from tests.factories import DatasetFactory, live_campaign_with_hits
 
 pytestmark = pytest.mark.django_db
-SCORE_TASK = "workers.tasks.quality.assignment_score_task"
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_inside_a_transaction_a_failed_send_is_logged_and_the_write_stays(
     with caplog.at_level(logging.ERROR, logger="annotator.queue"), django_capture_on_commit_callbacks(execute=True):
         with transaction.atomic():
             dataset = DatasetFactory(name="kept")
-            enqueue_on_commit(SCORE_TASK, 1)
+            enqueue_on_commit(task_names.ASSIGNMENT_SCORE, 1)
     assert Dataset.objects.filter(pk=dataset.pk).exists()
     assert "the sweep will pick the work up" in caplog.text
 
@@ -57,7 +57,7 @@ def test_outside_a_transaction_the_caller_hears_of_it(broker_down, monkeypatch):
 
     monkeypatch.setattr(db_transaction, "get_connection", lambda using=None: NotInAtomic())
     with pytest.raises(Exception, match="111|refused|Connection"):  # kombu's OperationalError
-        enqueue_on_commit(SCORE_TASK, 1)
+        enqueue_on_commit(task_names.ASSIGNMENT_SCORE, 1)
 
 
 def test_a_submit_while_the_broker_is_down_is_a_200_and_the_sweep_scores_it(

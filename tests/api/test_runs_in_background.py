@@ -14,10 +14,9 @@ from celery.signals import task_prerun
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotator import models
+from annotator import models, task_names
 from annotator.queue import enqueue_in_background_on_commit
 from annotator.services.ranking.annotators import annotator_register
-from annotator.services.ranking.runs import RANKING_TASK
 from config.celery import app as celery_app
 from tests import factories
 from tests.ranking_support import ranking_dataset
@@ -40,7 +39,7 @@ def held_ranking():
     state = {"started": threading.Event(), "release": threading.Event(), "thread": None}
 
     def hold(sender=None, **kwargs):
-        if sender is not None and sender.name == RANKING_TASK:
+        if sender is not None and sender.name == task_names.RANKING_RUN:
             state["thread"] = threading.current_thread()
             state["started"].set()
             state["release"].wait(timeout=30)
@@ -52,7 +51,8 @@ def held_ranking():
 
 
 def _background_threads():
-    return [thread for thread in threading.enumerate() if thread.name.startswith(f"background {RANKING_TASK}")]
+    name = f"background {task_names.RANKING_RUN}"
+    return [thread for thread in threading.enumerate() if thread.name.startswith(name)]
 
 
 def test_post_answers_202_with_the_queued_run_and_the_run_completes_afterwards(requester_client, held_ranking):
@@ -122,9 +122,9 @@ def real_broker(tmp_path, monkeypatch):
 
 
 def test_with_a_broker_the_task_is_only_enqueued_on_the_gpu_queue(real_broker):
-    enqueue_in_background_on_commit(RANKING_TASK, 12345)
+    enqueue_in_background_on_commit(task_names.RANKING_RUN, 12345)
 
     assert not _background_threads()
     messages = real_broker.client().lrange("gpu", 0, -1)
     assert len(messages) == 1
-    assert json.loads(messages[0])["headers"]["task"] == RANKING_TASK
+    assert json.loads(messages[0])["headers"]["task"] == task_names.RANKING_RUN

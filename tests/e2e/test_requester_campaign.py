@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from annotator import task_names
 from annotator.models import Campaign, CampaignStatus, Role
 from tests.annotator.campaign_support import add_run, make_dataset
 from tests.e2e.support import logged_in_context, screenshot
@@ -100,7 +101,7 @@ def test_a_queued_build_shows_building_and_the_page_refreshes_itself_until_built
     page.wait_for_load_state()
     assert page.get_by_text("Building…").is_visible()
     assert not page.get_by_role("button", name="Build HITs").is_visible()
-    assert queued == [(services.CAMPAIGN_BUILD_TASK, campaign.pk)]
+    assert queued == [(task_names.CAMPAIGN_BUILD, campaign.pk)]
     shot(page, "05-building")
 
     assert services.campaign_build_run(campaign_id=campaign.pk) == CampaignStatus.BUILT  # the worker

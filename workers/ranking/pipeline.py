@@ -26,6 +26,7 @@ from django.db.models import F, Q, Sum
 from django.utils import timezone
 from PIL import Image as PILImage
 
+from annotator import task_names
 from annotator.jobs import job_stalled, shard_stale_after
 from annotator.models import (
     RUN_TRANSITIONS,
@@ -41,7 +42,6 @@ from annotator.models import (
 )
 from annotator.models.state import check_transition
 from annotator.queue import enqueue_on_commit
-from annotator.services.ranking.runs import RANKING_SHARD_TASK
 from workers.ranking.annotators import Annotator, load_annotator, resolve_device
 from workers.ranking.cache import EmbeddingCache, concat, content_version
 from workers.ranking.store import candidates_write
@@ -455,7 +455,7 @@ def shards_dispatch(run_id: int) -> list[int]:
     )
     RankingShard.objects.filter(pk__in=ids).update(queued_at=timezone.now())
     for shard_id in ids:
-        enqueue_on_commit(RANKING_SHARD_TASK, shard_id)
+        enqueue_on_commit(task_names.RANKING_SHARD, shard_id)
     return ids
 
 

@@ -1,12 +1,13 @@
 """Campaign builds on the `default` queue: a thin caller of annotator.services.campaigns.build."""
 
+from annotator import task_names
 from annotator.services.campaigns.build import campaign_build_run
 from workers.tasks.jobs import job_task
 
 
 # A build runs inside one transaction under its row lock: a worker that dies mid-build rolls it back, and the
 # redelivered task builds from scratch.
-@job_task(name="workers.tasks.campaigns.campaign_build_task", hours=2)
+@job_task(name=task_names.CAMPAIGN_BUILD, hours=2)
 def campaign_build_task(campaign_id: int) -> str:
     """Build Campaign `campaign_id` queued by campaign_build_request; returns its status afterwards."""
     return campaign_build_run(campaign_id=campaign_id)

@@ -1,10 +1,11 @@
 """Dataset imports of uploads on the `default` queue: a thin caller of annotator.services.importing.uploads."""
 
+from annotator import task_names
 from annotator.services.importing.uploads import dataset_import_run
 from workers.tasks.jobs import job_task
 
 
-@job_task(name="workers.tasks.datasets.dataset_import_task", hours=6)
+@job_task(name=task_names.DATASET_IMPORT, hours=6)
 def dataset_import_task(dataset_id: int) -> str:
     """Import the stored upload of Dataset `dataset_id`; returns the dataset's status afterwards."""
     return dataset_import_run(dataset_id=dataset_id)

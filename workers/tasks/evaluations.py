@@ -2,11 +2,12 @@
 
 from celery import shared_task
 
+from annotator import task_names
 from annotator.services.research.scorecards import evaluation_run
 
 
 @shared_task(
-    name="workers.tasks.evaluations.evaluation_run",
+    name=task_names.EVALUATION_RUN,
     acks_late=True,  # idempotent: a finished evaluation is left alone, a half-scored one is scored again
     reject_on_worker_lost=True,
     time_limit=3600,

@@ -2,11 +2,12 @@
 
 from celery import shared_task
 
+from annotator import task_names
 from annotator.services.hits.assignments import assignments_expire
 
 
 @shared_task(
-    name="workers.tasks.leases.assignments_expire_task",
+    name=task_names.ASSIGNMENTS_EXPIRE,
     acks_late=True,  # idempotent: a redelivered run finds nothing left to expire
     time_limit=120,
     soft_time_limit=100,

@@ -9,6 +9,7 @@ from botocore.exceptions import BotoCoreError
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from annotator import task_names
 from annotator.services.money.bonuses import MAX_ATTEMPTS as PAYOUT_ATTEMPTS
 from annotator.services.money.bonuses import PayoutNotSent, bonus_send, worker_message_deliver
 from annotator.services.quality.external_decisions import MAX_ATTEMPTS, DecisionNotSent, external_decision_send
@@ -22,7 +23,7 @@ def _send_options(name: str, *, not_sent: type[Exception], attempts: int) -> dic
     MTurk hiccup passes, and the gaps stay under the sweep's stale time, so the sweep does not queue a row
     that is only waiting for its next try."""
     return {
-        "name": f"workers.tasks.mturk.{name}",
+        "name": name,
         "acks_late": True,
         "reject_on_worker_lost": True,
         "time_limit": 120,
@@ -34,21 +35,21 @@ def _send_options(name: str, *, not_sent: type[Exception], attempts: int) -> dic
     }
 
 
-@shared_task(**_send_options("external_decision_send_task", not_sent=DecisionNotSent, attempts=MAX_ATTEMPTS))
+@shared_task(**_send_options(task_names.EXTERNAL_DECISION_SEND, not_sent=DecisionNotSent, attempts=MAX_ATTEMPTS))
 def external_decision_send_task(decision_id: int) -> str | None:
     """Send one approval or rejection to MTurk; retried while it fails in a way worth retrying."""
     decision = external_decision_send(decision_id=decision_id)
     return None if decision is None else decision.status
 
 
-@shared_task(**_send_options("bonus_send_task", not_sent=PayoutNotSent, attempts=PAYOUT_ATTEMPTS))
+@shared_task(**_send_options(task_names.BONUS_SEND, not_sent=PayoutNotSent, attempts=PAYOUT_ATTEMPTS))
 def bonus_send_task(bonus_id: int) -> str | None:
     """Pay one bonus on MTurk (SendBonus, once: its UniqueRequestToken is the bonus); retried while worth it."""
     bonus = bonus_send(bonus_id=bonus_id)
     return None if bonus is None else bonus.status
 
 
-@shared_task(**_send_options("worker_message_send_task", not_sent=PayoutNotSent, attempts=PAYOUT_ATTEMPTS))
+@shared_task(**_send_options(task_names.WORKER_MESSAGE_SEND, not_sent=PayoutNotSent, attempts=PAYOUT_ATTEMPTS))
 def worker_message_send_task(message_id: int) -> str | None:
     """Deliver one message to an MTurk worker (NotifyWorkers); retried while worth it."""
     message = worker_message_deliver(message_id=message_id)

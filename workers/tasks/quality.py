@@ -8,6 +8,7 @@ finds it done.
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from annotator import task_names
 from annotator.services.quality.gold_rotation import gold_rotate_for_hit
 from annotator.services.quality.peers import assignments_auto_approve_due
 from annotator.services.quality.scoring import assignment_score
@@ -24,7 +25,7 @@ TASK_OPTIONS = {
 }
 
 
-@shared_task(name="workers.tasks.quality.assignment_score_task", **TASK_OPTIONS)
+@shared_task(name=task_names.ASSIGNMENT_SCORE, **TASK_OPTIONS)
 def assignment_score_task(assignment_id: int) -> None:
     """Score one submitted assignment and apply its campaign's decision policy; then retire the HIT's gold
     pairs that have been seen too much (annotator.services.quality.gold_rotation), each in its own transaction."""
@@ -33,15 +34,13 @@ def assignment_score_task(assignment_id: int) -> None:
         gold_rotate_for_hit(hit_id=assignment.hit_id)
 
 
-@shared_task(name="workers.tasks.quality.assignments_auto_approve_task", **TASK_OPTIONS)
+@shared_task(name=task_names.ASSIGNMENTS_AUTO_APPROVE, **TASK_OPTIONS)
 def assignments_auto_approve_task() -> int:
     """Beat task: approve unflagged assignments whose auto-approval time has come."""
     return assignments_auto_approve_due()
 
 
-@shared_task(
-    name="workers.tasks.quality.labels_aggregate_task", **{**TASK_OPTIONS, "time_limit": 3600, "soft_time_limit": 3540}
-)
+@shared_task(name=task_names.LABELS_AGGREGATE, **{**TASK_OPTIONS, "time_limit": 3600, "soft_time_limit": 3540})
 def labels_aggregate_task(campaign_id: int, method: str | None = None) -> dict:
     """Aggregate a campaign's approved answers into Labels (idempotent upsert)."""
     from annotator.models import Campaign
@@ -54,7 +53,7 @@ def labels_aggregate_task(campaign_id: int, method: str | None = None) -> dict:
 
 
 @shared_task(
-    name="workers.tasks.quality.labels_aggregate_stale_task",
+    name=task_names.LABELS_AGGREGATE_STALE,
     **{**TASK_OPTIONS, "time_limit": 3600, "soft_time_limit": 3540},
 )
 def labels_aggregate_stale_task() -> list[int]:

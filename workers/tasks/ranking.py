@@ -9,6 +9,7 @@ import logging
 from celery.signals import worker_ready
 from django.conf import settings
 
+from annotator import task_names
 from workers.tasks.jobs import job_task
 
 logger = logging.getLogger(__name__)
@@ -32,9 +33,7 @@ def preload_ranking(**kwargs) -> None:
 
 
 # Resumable: a run killed mid-way is redelivered and resumes from its last committed chunk.
-@job_task(
-    name="workers.tasks.ranking.ranking_run_task", hours=12, soft_margin_seconds=120, transient_retries=3, bind=True
-)
+@job_task(name=task_names.RANKING_RUN, hours=12, soft_margin_seconds=120, transient_retries=3, bind=True)
 def ranking_run_task(self, run_id: int) -> str:
     """Execute or resume RankingRun `run_id`; returns its final status (a finished run is left alone).
 
@@ -48,9 +47,7 @@ def ranking_run_task(self, run_id: int) -> str:
 
 # One shard of a run's top-K work; any `gpu` worker takes it. Redelivered when its worker dies (acks_late)
 # and resumed at its first uncommitted chunk; a duplicate does nothing while the first one makes progress.
-@job_task(
-    name="workers.tasks.ranking.ranking_shard_task", hours=6, soft_margin_seconds=120, transient_retries=3, bind=True
-)
+@job_task(name=task_names.RANKING_SHARD, hours=6, soft_margin_seconds=120, transient_retries=3, bind=True)
 def ranking_shard_task(self, shard_id: int) -> str:
     """Rank (or resume) RankingShard `shard_id`; returns its status. The last shard done finishes the run."""
     from workers.ranking.pipeline import ranking_shard_execute

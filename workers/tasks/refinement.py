@@ -1,12 +1,13 @@
 """The refinement filter on the `default` queue: a thin caller of workers.ranking.scoring and the
 refinement services. torch is imported inside the task, so the web process never loads it."""
 
+from annotator import task_names
 from annotator.services.refinement.filtering import refinement_score_inputs
 from annotator.services.refinement.proposals import proposals_score_store, refinement_fail
 from workers.tasks.jobs import job_task
 
 
-@job_task(name="workers.tasks.refinement.refinement_score_task", hours=2, transient_retries=3)
+@job_task(name=task_names.REFINEMENT_SCORE, hours=2, transient_retries=3)
 def refinement_score_task(refinement_id: int) -> str:
     """Score refinement `refinement_id`'s proposals and keep those that beat the original. Idempotent: a
     refinement no longer scoring is left alone (proposals_score_store checks under its row lock)."""

@@ -2,11 +2,12 @@
 
 from celery import shared_task
 
+from annotator import task_names
 from annotator.services.operations.sweep import work_sweep
 
 
 @shared_task(
-    name="workers.tasks.sweep.work_sweep_task",
+    name=task_names.WORK_SWEEP,
     # Idempotent and safe beside itself (annotator/services/operations/sweep.py); a pass lost with its worker is simply
     # the next pass's work, so it is acknowledged on receipt and never redelivered late.
     time_limit=120,

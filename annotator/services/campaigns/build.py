@@ -15,6 +15,7 @@ import time
 from django.db import connection, transaction
 from django.utils import timezone
 
+from annotator import task_names
 from annotator.analysis.pooling import (
     DIRECTION_KIND,
     sample_queries,
@@ -49,7 +50,6 @@ from annotator.services.campaigns.qualification_pool import (
 
 logger = logging.getLogger(__name__)
 
-CAMPAIGN_BUILD_TASK = "workers.tasks.campaigns.campaign_build_task"
 STAGES = {
     CampaignDirection.I2T: ["i2t"],
     CampaignDirection.T2I: ["t2i"],
@@ -213,7 +213,8 @@ def campaign_build_request(*, campaign: Campaign) -> Campaign:
         campaign.build_requested_at = timezone.now()
         campaign.save(update_fields=["status", "build_error", "build_requested_at"])
     try:
-        enqueue_long_on_commit(CAMPAIGN_BUILD_TASK, campaign.pk)  # after the block: sent now, outside a transaction
+        # After the block: sent now, outside a transaction.
+        enqueue_long_on_commit(task_names.CAMPAIGN_BUILD, campaign.pk)
     except Exception as exc:  # a broker that is down
         logger.exception("could not queue the build of campaign %s", campaign.pk)
         _build_failed(campaign_id=campaign.pk, message=f"The build could not be queued: {exc}")

@@ -14,6 +14,7 @@ from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
 
+from annotator import task_names
 from annotator.errors import ApplicationError
 from annotator.jobs import job_move, job_requeue, job_stalled
 from annotator.models import Campaign, ExportFormat, ExportJob, ExportStatus, ExportVariant, Scale
@@ -24,7 +25,6 @@ from annotator.services.webhooks.delivery import webhook_emit
 
 logger = logging.getLogger(__name__)
 
-EXPORT_TASK = "workers.tasks.exports.export_run"
 FILE_SUFFIX = {
     ExportFormat.ECCV_JSON: "json",
     ExportFormat.ECCV_SPLIT: "zip",
@@ -69,7 +69,7 @@ def export_create(
         )
         job.full_clean()
         job.save()
-        enqueue_long_on_commit(EXPORT_TASK, job.pk)
+        enqueue_long_on_commit(task_names.EXPORT_RUN, job.pk)
     return job
 
 
@@ -126,7 +126,7 @@ def export_retry(*, job: ExportJob) -> ExportJob:
         locked = ExportJob.objects.select_for_update().get(pk=job.pk)
         if locked.status == ExportStatus.SUCCEEDED:
             raise ApplicationError("This export is done; start a new one for fresh labels.", status=409)
-        job_requeue(locked, queued=ExportStatus.QUEUED, task=EXPORT_TASK)
+        job_requeue(locked, queued=ExportStatus.QUEUED, task=task_names.EXPORT_RUN)
     locked.refresh_from_db()  # with eager Celery it has already run at commit
     return locked
 

@@ -12,6 +12,7 @@ from functools import cache
 from django.db import connection, transaction
 from django.utils import timezone
 
+from annotator import task_names
 from annotator.errors import ApplicationError
 from annotator.models import (
     Answer,
@@ -32,7 +33,6 @@ from annotator.selectors.work import assignment_answer_rows, assignment_for_work
 from annotator.services.campaigns.budget import campaign_budget_enforce
 from annotator.services.hits.assignments import assignment_transition, check_open_lease, lock_own_assignment
 
-SCORE_TASK = "workers.tasks.quality.assignment_score_task"
 MAX_COMMENT_CHARS = 2000
 MAX_SECONDS_PER_ITEM = 24 * 3600.0
 
@@ -322,7 +322,7 @@ def assignment_submit(
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
             raise ApplicationError(f"Not finished yet - {summary}{more}.", extra={"missing": missing})
         assignment_transition(assignment=locked, target=AssignmentStatus.SUBMITTED, reason="submitted", now=now)
-        enqueue_on_commit(SCORE_TASK, locked.pk)
+        enqueue_on_commit(task_names.ASSIGNMENT_SCORE, locked.pk)
     # The campaign was read with the lock, inside this transaction: without a budget there is nothing to
     # enforce, and most campaigns have none (a budget set this very moment is enforced at the next submit).
     if locked.hit.campaign.budget_cents is not None:

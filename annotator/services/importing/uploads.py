@@ -18,6 +18,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
+from annotator import task_names
 from annotator.errors import ApplicationError
 from annotator.importing.screening import screen_captions, screen_images_zip
 from annotator.jobs import job_stalled
@@ -29,7 +30,6 @@ from annotator.services.importing.imports import clean_name, dataset_begin, data
 
 logger = logging.getLogger(__name__)
 
-DATASET_IMPORT_TASK = "workers.tasks.datasets.dataset_import_task"
 UPLOAD_FOLDER = "uploads/datasets"  # in default_storage, shared by the web and the workers: <dataset id>/...
 CAPTION_SUFFIXES = (".json", ".jsonl", ".ndjson", ".csv")
 
@@ -147,7 +147,7 @@ def dataset_upload(*, name: str, captions, images, split_file=None, split: str |
 
 def _import_enqueue(*, dataset_id: int) -> None:
     try:
-        enqueue_long_on_commit(DATASET_IMPORT_TASK, dataset_id)
+        enqueue_long_on_commit(task_names.DATASET_IMPORT, dataset_id)
     except Exception as exc:  # outside a transaction the task is sent at once: a broker that is down
         logger.exception("could not queue the import of dataset %s", dataset_id)
         _fail_if_importing(dataset_id=dataset_id, message=f"the import could not be queued: {exc}")

@@ -15,7 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotator import mturk
+from annotator import mturk, task_names
 from annotator.errors import ApplicationError
 from annotator.models import (
     PAYOUT_TRANSITIONS,
@@ -33,8 +33,6 @@ from annotator.services.campaigns.budget import campaign_budget_enforce
 
 logger = logging.getLogger(__name__)
 
-BONUS_TASK = "workers.tasks.mturk.bonus_send_task"
-MESSAGE_TASK = "workers.tasks.mturk.worker_message_send_task"
 MAX_ATTEMPTS = 5
 MAX_BONUS_CENTS = 10_000  # $100: a slip of the keyboard should not pay a worker a month's wage
 
@@ -91,7 +89,7 @@ def bonus_give(
         except IntegrityError:  # the same request, at the same moment, from another process
             return Bonus.objects.get(assignment=locked, idempotency_key=key)
         if external:
-            enqueue_on_commit(BONUS_TASK, bonus.pk)
+            enqueue_on_commit(task_names.BONUS_SEND, bonus.pk)
     campaign_budget_enforce(campaign_id=campaign.pk)
     return bonus
 
@@ -114,7 +112,7 @@ def bonus_retry(*, bonus: Bonus) -> Bonus:
         _set_status(locked, PayoutStatus.PENDING)
         locked.attempts = 0
         locked.save(update_fields=["status", "attempts"])
-        enqueue_on_commit(BONUS_TASK, locked.pk)
+        enqueue_on_commit(task_names.BONUS_SEND, locked.pk)
     campaign_budget_enforce(campaign_id=locked.campaign_id)
     return locked
 
@@ -144,7 +142,7 @@ def worker_message_send(*, campaign: Campaign, worker: Worker, subject: str, bod
             sent_by=actor,
         )
         if worker.external_id:
-            enqueue_on_commit(MESSAGE_TASK, message.pk)
+            enqueue_on_commit(task_names.WORKER_MESSAGE_SEND, message.pk)
     return message
 
 

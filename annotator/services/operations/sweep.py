@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from annotator import task_names
 from annotator.errors import ApplicationError
 from annotator.jobs import (
     BUILD_STALE_AFTER,
@@ -47,9 +48,7 @@ from annotator.selectors.operations import (
     requeued_recently,
 )
 from annotator.services.hits.assignments import assignments_expire
-from annotator.services.quality.external_decisions import SEND_TASK as DECISION_TASK
 from annotator.services.quality.scoring import assignment_score
-from annotator.services.ranking.runs import RANKING_SHARD_TASK
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +159,8 @@ def _resume_shards(*, stale: StaleTimes, now, problems: list[str]) -> list[int]:
     resumed = []
     for shard in ranking_shards_late(stale=stale, now=now)[:SCORE_BATCH]:
         within = stale.queued_jobs if shard.status == ShardStatus.QUEUED else stale.silent_shards
-        if _requeue(RequeueKind.RANKING_SHARD, RANKING_SHARD_TASK, shard.pk, within=within, now=now, problems=problems):
+        kind, task = RequeueKind.RANKING_SHARD, task_names.RANKING_SHARD
+        if _requeue(kind, task, shard.pk, within=within, now=now, problems=problems):
             resumed.append(shard.pk)
     return resumed
 
@@ -184,7 +184,7 @@ def _resume_external_decisions(*, stale: StaleTimes, now, problems: list[str]) -
         .values_list("pk", flat=True)[:SCORE_BATCH]
         if _requeue(
             RequeueKind.MTURK_DECISION,
-            DECISION_TASK,
+            task_names.EXTERNAL_DECISION_SEND,
             decision_id,
             within=stale.queued_jobs,
             now=now,

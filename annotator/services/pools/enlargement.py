@@ -17,6 +17,7 @@ from collections import defaultdict
 from django.db import transaction
 from django.utils import timezone
 
+from annotator import task_names
 from annotator.errors import ApplicationError
 from annotator.jobs import job_stalled
 from annotator.models import (
@@ -36,7 +37,6 @@ from annotator.queue import enqueue_long_on_commit
 
 logger = logging.getLogger(__name__)
 
-ENLARGEMENT_TASK = "workers.tasks.pools.enlargement_task"
 RRF_K = 60
 MAX_K = 1000
 IMAGE_KINDS = (AnnotatorKind.VISUAL, AnnotatorKind.CLIP)  # they see pixels: image-image similarity
@@ -103,7 +103,7 @@ def enlargement_request(
             keep=keep,
             queued_at=timezone.now(),
         )
-        enqueue_long_on_commit(ENLARGEMENT_TASK, enlargement.pk)
+        enqueue_long_on_commit(task_names.ENLARGEMENT, enlargement.pk)
     enlargement.refresh_from_db()
     return enlargement
 
@@ -148,7 +148,7 @@ def enlargement_retry(*, enlargement: GalleryEnlargement) -> GalleryEnlargement:
         enlargement.queued_at = timezone.now()
         enlargement.error = ""
         enlargement.save(update_fields=["status", "queued_at", "error"])
-        enqueue_long_on_commit(ENLARGEMENT_TASK, enlargement.pk)
+        enqueue_long_on_commit(task_names.ENLARGEMENT, enlargement.pk)
     return enlargement
 
 

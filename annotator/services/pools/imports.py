@@ -19,6 +19,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 from django.utils import timezone
 
+from annotator import task_names
 from annotator.analysis.perceptual import (
     NEAR_DUPLICATE_BITS,
     NEAR_DUPLICATE_PIXELS,
@@ -45,7 +46,6 @@ from annotator.queue import enqueue_long_on_commit
 
 logger = logging.getLogger(__name__)
 
-POOL_IMPORT_TASK = "workers.tasks.pools.pool_import_task"
 UPLOAD_FOLDER = "uploads/pools"
 PROGRESS_EVERY = 25
 MAX_OFFENDERS = 50
@@ -239,7 +239,7 @@ def pool_upload(*, dataset: Dataset, name: str, images, user) -> ImagePool:
     with transaction.atomic():
         pool = ImagePool.objects.create(dataset=dataset, name=name, created_by=user, report={"phase": "queued"})
         default_storage.save(_upload_name(pool.pk), images)
-        enqueue_long_on_commit(POOL_IMPORT_TASK, pool.pk)
+        enqueue_long_on_commit(task_names.POOL_IMPORT, pool.pk)
     pool.refresh_from_db()
     return pool
 
@@ -262,7 +262,7 @@ def pool_import_retry(*, pool: ImagePool) -> ImagePool:
         pool.status = PoolStatus.IMPORTING
         pool.report = {"phase": "queued"}
         pool.save(update_fields=["status", "report", "updated_at"])
-        enqueue_long_on_commit(POOL_IMPORT_TASK, pool.pk)
+        enqueue_long_on_commit(task_names.POOL_IMPORT, pool.pk)
     return pool
 
 

@@ -18,7 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from django.db import transaction
 from django.utils import timezone
 
-from annotator import mturk
+from annotator import mturk, task_names
 from annotator.errors import ApplicationError
 from annotator.models import (
     EXTERNAL_DECISION_TRANSITIONS,
@@ -32,7 +32,6 @@ from annotator.queue import enqueue_on_commit
 
 logger = logging.getLogger(__name__)
 
-SEND_TASK = "workers.tasks.mturk.external_decision_send_task"
 MAX_ATTEMPTS = 5
 DEFAULT_REJECTION_FEEDBACK = "The answers to the check questions were wrong."
 # MTurk's AssignmentStatus once it has each decision.
@@ -79,7 +78,7 @@ def external_decision_record(*, assignment: Assignment, approve: bool, reason: s
         decision.last_error = ""
         decision.sent_at = None
         decision.save()
-    enqueue_on_commit(SEND_TASK, decision.pk)
+    enqueue_on_commit(task_names.EXTERNAL_DECISION_SEND, decision.pk)
     return decision
 
 
@@ -188,5 +187,5 @@ def external_decision_retry(*, decision: ExternalDecision) -> ExternalDecision:
         _set_status(locked, ExternalDecisionStatus.PENDING)
         locked.attempts = 0
         locked.save(update_fields=["status", "attempts", "updated_at"])
-        enqueue_on_commit(SEND_TASK, locked.pk)
+        enqueue_on_commit(task_names.EXTERNAL_DECISION_SEND, locked.pk)
         return locked

@@ -9,14 +9,13 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from annotator import task_names
 from annotator.errors import ApplicationError
 from annotator.jobs import job_move, job_requeue, job_stalled
 from annotator.models import Dataset, DatasetStatus, MachineAnnotator, RankingRun, RunStatus
 from annotator.queue import enqueue_in_background_on_commit, enqueue_long_on_commit
 from annotator.services.ranking.annotators import RANKABLE_KINDS
 
-RANKING_TASK = "workers.tasks.ranking.ranking_run_task"
-RANKING_SHARD_TASK = "workers.tasks.ranking.ranking_shard_task"  # one shard of a run (workers.ranking.pipeline)
 MAX_TOP_K = 1000
 ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
 
@@ -67,9 +66,9 @@ def ranking_run_start(
             status=RunStatus.QUEUED,
         )
         if in_background:
-            enqueue_in_background_on_commit(RANKING_TASK, run.pk)
+            enqueue_in_background_on_commit(task_names.RANKING_RUN, run.pk)
         else:
-            enqueue_long_on_commit(RANKING_TASK, run.pk)
+            enqueue_long_on_commit(task_names.RANKING_RUN, run.pk)
     if not in_background:
         run.refresh_from_db()  # with eager Celery (the embedded default) it has already run at commit
     return run
@@ -101,4 +100,4 @@ def ranking_run_retry(*, run: RankingRun) -> RankingRun:
         locked = RankingRun.objects.select_for_update().get(pk=run.pk)
         if locked.status == RunStatus.RUNNING and not job_stalled(locked):
             raise ApplicationError("This run is running; cancel it first.", status=409)
-        return job_requeue(locked, queued=RunStatus.QUEUED, task=RANKING_TASK)
+        return job_requeue(locked, queued=RunStatus.QUEUED, task=task_names.RANKING_RUN)

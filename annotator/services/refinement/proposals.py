@@ -10,6 +10,7 @@ import json
 from django.db import transaction
 from django.utils import timezone
 
+from annotator import task_names
 from annotator.analysis.refinement import CaptionInput, Proposal, generator_get, proposals_parse
 from annotator.errors import ApplicationError
 from annotator.jobs import JobState, job_state
@@ -27,7 +28,6 @@ from annotator.models.state import check_transition
 from annotator.queue import enqueue_on_commit
 from annotator.selectors.refinement import caption_texts_current
 
-SCORE_TASK = "workers.tasks.refinement.refinement_score_task"
 SCORERS = ("tfidf_pivot", "minilm_pivot")
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 MAX_ERRORS_SHOWN = 20
@@ -193,7 +193,7 @@ def refinement_filter(*, refinement: Refinement) -> Refinement:
         moved = refinement_transition(
             refinement=refinement, target=RefinementStatus.SCORING, error="", queued_at=timezone.now()
         )
-        enqueue_on_commit(SCORE_TASK, refinement.pk)
+        enqueue_on_commit(task_names.REFINEMENT_SCORE, refinement.pk)
     return moved
 
 
@@ -210,7 +210,7 @@ def refinement_filter_retry(*, refinement: Refinement) -> Refinement:
             raise ApplicationError("Only a failed or stalled filter can be retried.", status=409)
         locked.queued_at = timezone.now()
         locked.save(update_fields=["queued_at", "updated_at"])
-        enqueue_on_commit(SCORE_TASK, locked.pk)
+        enqueue_on_commit(task_names.REFINEMENT_SCORE, locked.pk)
     return locked
 
 

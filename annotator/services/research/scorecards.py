@@ -18,6 +18,7 @@ from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from annotator import task_names
 from annotator.analysis.scorecard import Settings, scorecard
 from annotator.errors import ApplicationError
 from annotator.models import (
@@ -42,7 +43,6 @@ from annotator.services.research.evaluation import rankings_parse
 from annotator.services.research.targets import coverage_warnings, evaluation_target
 
 logger = logging.getLogger(__name__)
-EVALUATION_TASK = "workers.tasks.evaluations.evaluation_run"
 KEY_VERSION = "scorecard-1"  # change when a metric's definition changes: old keys then no longer match
 
 
@@ -151,7 +151,7 @@ def evaluation_request(
                     save=False,
                 )
             evaluation.save()
-            enqueue_on_commit(EVALUATION_TASK, evaluation.pk)
+            enqueue_on_commit(task_names.EVALUATION_RUN, evaluation.pk)
     except IntegrityError:  # the same evaluation was stored by a concurrent request a moment ago
         return Evaluation.objects.get(key=key), False
     return evaluation, True
@@ -184,7 +184,7 @@ def _requeue(evaluation: Evaluation) -> None:
         locked.status = EvaluationStatus.QUEUED
         locked.error = ""
         locked.save(update_fields=["status", "error"])
-        enqueue_on_commit(EVALUATION_TASK, locked.pk)
+        enqueue_on_commit(task_names.EVALUATION_RUN, locked.pk)
     evaluation.refresh_from_db()
 
 

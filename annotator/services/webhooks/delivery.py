@@ -27,6 +27,7 @@ from urllib.parse import urlparse
 from django.db import transaction
 from django.utils import timezone
 
+from annotator import task_names
 from annotator.errors import ApplicationError
 from annotator.models import (
     DELIVERY_TRANSITIONS,
@@ -38,7 +39,6 @@ from annotator.models import (
 from annotator.models.state import check_transition
 from annotator.queue import enqueue_on_commit
 
-DELIVER_TASK = "workers.tasks.webhooks.webhook_deliver_task"
 RETRY_SCHEDULE = [timedelta(seconds=30), timedelta(minutes=2), timedelta(minutes=10), timedelta(hours=1)]
 RETRY_SCHEDULE += [timedelta(hours=6), timedelta(hours=24)]
 TIMEOUT_SECONDS = 10
@@ -90,7 +90,7 @@ def webhook_emit(*, owner, event: str, data: dict) -> int:
             payload=payload,
             next_attempt_at=timezone.now(),
         )
-        enqueue_on_commit(DELIVER_TASK, delivery.pk)
+        enqueue_on_commit(task_names.WEBHOOK_DELIVER, delivery.pk)
     return len(endpoints)
 
 
@@ -197,5 +197,5 @@ def webhook_redeliver(*, delivery: WebhookDelivery) -> WebhookDelivery:
         locked.attempts = 0
         locked.next_attempt_at = timezone.now()
         locked.save(update_fields=["status", "attempts", "next_attempt_at"])
-        enqueue_on_commit(DELIVER_TASK, locked.pk)
+        enqueue_on_commit(task_names.WEBHOOK_DELIVER, locked.pk)
         return locked

@@ -8,13 +8,13 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from annotator import models, queue
+from annotator import models, queue, task_names
 from annotator.jobs import job_view
 from annotator.models import RankingShard, ShardStatus
 from annotator.selectors.ranking import ranking_run_progress
 from annotator.services.operations.sweep import work_sweep
 from annotator.services.ranking.annotators import annotator_register
-from annotator.services.ranking.runs import RANKING_SHARD_TASK, ranking_run_retry
+from annotator.services.ranking.runs import ranking_run_retry
 from tests import factories
 from tests.ranking_support import candidate_rows, synthetic_dataset
 from workers.ranking import pipeline
@@ -45,7 +45,7 @@ def dispatch(run, options, capture, messages) -> list[int]:
         assert ranking_run_execute(run.pk, options=options, task_id="coordinator") == models.RunStatus.RUNNING
     shards = RankingShard.objects.filter(run=run)
     assert messages == [
-        (RANKING_SHARD_TASK, (pk,)) for pk in shards.order_by("-cost", "pk").values_list("pk", flat=True)
+        (task_names.RANKING_SHARD, (pk,)) for pk in shards.order_by("-cost", "pk").values_list("pk", flat=True)
     ]
     messages.clear()
     return list(shards.order_by("pk").values_list("pk", flat=True))
@@ -203,7 +203,7 @@ def test_the_sweep_requeues_lost_and_silent_shards_only(settings, django_capture
     with django_capture_on_commit_callbacks(execute=True):
         first = work_sweep()
     assert first.requeued.get("ranking_shards") == sorted([lost, silent])
-    assert sorted(messages) == [(RANKING_SHARD_TASK, (lost,)), (RANKING_SHARD_TASK, (silent,))]
+    assert sorted(messages) == [(task_names.RANKING_SHARD, (lost,)), (task_names.RANKING_SHARD, (silent,))]
     messages.clear()
     with django_capture_on_commit_callbacks(execute=True):
         assert "ranking_shards" not in work_sweep().requeued  # not again on every pass
