@@ -39,7 +39,7 @@ from annotator.selectors.labelsets import (
 )
 from annotator.selectors.research import campaign_get_readable
 from annotator.services.labelsets.builds import labelset_derive, labelset_from_campaign, labelset_from_original
-from annotator.services.labelsets.evaluation import labelset_evaluate, rankings_read
+from annotator.services.labelsets.evaluation import labelset_evaluate
 from annotator.services.labelsets.exports import FORMATS, export_file_name, labelset_export_chunks
 from annotator.services.labelsets.imports import labelset_import
 from annotator.services.labelsets.rankings import (
@@ -47,6 +47,7 @@ from annotator.services.labelsets.rankings import (
     labelset_unjudged_campaign,
     ranking_run_upload,
 )
+from annotator.services.labelsets.readers import rankings_read
 from api.permissions import READERS, REQUESTER
 from api.schema import errors
 from api.serializers import CampaignSerializer, RankingRunSerializer, id_field

@@ -50,14 +50,13 @@ from annotator.selectors.research import (
 from annotator.selectors.standing import workers_with_standing
 from annotator.services.campaigns.sharing import campaign_share
 from annotator.services.exports.jobs import export_create, export_file_name
-from annotator.services.research.evaluation import rankings_parse
+from annotator.services.labelsets.readers import rankings_read
 from annotator.services.research.scorecards import evaluation_request
 from api import serializers as s
 from api.pagination import Pagination
 from api.permissions import EVERYONE, READERS, REQUESTER, RolePermission
 from api.schema import errors
 
-ALL_DIRECTIONS = ("i2t", "t2i", "t2t", "i2i")
 LOCATION = OpenApiParameter(
     "Location", str, OpenApiParameter.HEADER, response=[201, 202], description="The URL of what was created."
 )
@@ -621,9 +620,9 @@ class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
             dataset_id = target["label_set"].dataset_id
         rankings, run = None, None
         if "rankings_file" in data:
-            rankings = rankings_parse(raw=data["rankings_file"].read(), directions=ALL_DIRECTIONS)
+            rankings = rankings_read(raw=data["rankings_file"].read())
         elif "rankings" in data:
-            rankings = rankings_parse(raw=_json_text(data["rankings"]), directions=ALL_DIRECTIONS)
+            rankings = rankings_read(raw=_json_text(data["rankings"]))
         else:
             run = runs_visible_to(request.user).filter(pk=data["ranking_run"], dataset_id=dataset_id).first()
             if run is None:

@@ -97,18 +97,20 @@ def evaluate(
     return results, counts
 
 
-def parse_direction_file(data, *, what: str, directions: Sequence[str] = DIRECTIONS) -> dict[str, dict[str, list[str]]]:
+def parse_direction_file(
+    data, *, what: str, directions: Sequence[str] = DIRECTIONS, negatives_allowed: bool = False
+) -> dict[str, dict[str, list[str]]]:
     """Validate the shape of an ECCV-style file `{"i2t": {id: [ids]}, "t2i": {id: [ids]}}`; ids as strings.
 
     `directions` are the keys allowed (caption-to-caption "t2t" and image-to-image "i2i" where the caller
     scores them). Raises ValueError with a message that names the offending key. At least one direction
-    must be present.
+    must be present. With `negatives_allowed` (a label file in Vericap's ECCV JSON export form) a
+    `"verified_negatives"` key is allowed and left out: they are not positives. A rankings file has none.
     """
     if not isinstance(data, dict):
         raise ValueError(f'The {what} must be a JSON object with "i2t" and/or "t2i".')
     expected = " and ".join(f'"{direction}"' for direction in directions)
-    # Vericap's ECCV JSON carries the crowd's verified negatives beside the positives; they are not positives.
-    unknown = sorted(set(data) - set(directions) - {"verified_negatives"})
+    unknown = sorted(set(data) - set(directions) - ({"verified_negatives"} if negatives_allowed else set()))
     if unknown:
         raise ValueError(f"The {what} has unknown keys {unknown}; expected {expected}.")
     if not any(direction in data for direction in directions):

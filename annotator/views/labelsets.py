@@ -32,7 +32,7 @@ from annotator.selectors.labelsets import (
 )
 from annotator.selectors.research import campaign_get_readable
 from annotator.services.labelsets.builds import labelset_derive, labelset_from_campaign, labelset_from_original
-from annotator.services.labelsets.evaluation import labelset_evaluate, rankings_read
+from annotator.services.labelsets.evaluation import labelset_evaluate
 from annotator.services.labelsets.exports import export_file_name, labelset_export_chunks
 from annotator.services.labelsets.imports import labelset_import
 from annotator.services.labelsets.rankings import (
@@ -40,6 +40,7 @@ from annotator.services.labelsets.rankings import (
     labelset_unjudged_campaign,
     ranking_run_upload,
 )
+from annotator.services.labelsets.readers import rankings_read
 from annotator.views.access import role_required
 
 READERS = (Role.REQUESTER, Role.RESEARCHER)

@@ -26,13 +26,12 @@ from annotator.selectors.leaderboard import (
     leaderboard_targets,
 )
 from annotator.selectors.research import campaign_get_readable, label_method_resolve
-from annotator.services.research.evaluation import rankings_parse
+from annotator.services.labelsets.readers import rankings_read
 from annotator.services.research.scorecards import evaluation_request
 from annotator.views.access import role_required
 
 READERS = (Role.REQUESTER, Role.RESEARCHER)
 FORMATS = ("csv", "json")
-ALL_DIRECTIONS = ("i2t", "t2i", "t2t", "i2i")
 
 
 def _tau_class(value) -> str:
@@ -235,7 +234,7 @@ def research_evaluate_labelset(request, label_set_id: int):
     label_set = labelset_get_readable(user=request.user, label_set_id=label_set_id)
     upload = request.FILES.get("rankings")
     if upload is not None:
-        rankings = rankings_parse(raw=upload.read(), directions=ALL_DIRECTIONS)
+        rankings = rankings_read(raw=upload.read())
         evaluation, created = evaluation_request(
             label_set=label_set, user=request.user, name=request.POST.get("name", ""), rankings=rankings
         )

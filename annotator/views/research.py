@@ -8,6 +8,7 @@ from django.urls import path
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotator.access import campaigns_visible_to, evaluations_visible_to, exports_visible_to
+from annotator.analysis.scorecard import IMAGE_TEXT
 from annotator.errors import ApplicationError
 from annotator.jobs import job_view
 from annotator.models import AggregationMethod, ExportFormat, ExportStatus, ExportVariant, RankingRun, Role, RunStatus
@@ -16,7 +17,7 @@ from annotator.selectors.research import (
     label_counts,
 )
 from annotator.services.exports.jobs import export_create, export_file_name
-from annotator.services.research.evaluation import rankings_parse
+from annotator.services.labelsets.readers import rankings_read
 from annotator.services.research.scorecards import evaluation_create
 from annotator.views.access import role_required
 
@@ -101,7 +102,7 @@ def research_evaluate(request, campaign_id: int):
     upload = request.FILES.get("rankings")
     if upload is None:
         raise ApplicationError("Choose a rankings JSON file to upload.")
-    rankings = rankings_parse(raw=upload.read())
+    rankings = rankings_read(raw=upload.read(), directions=IMAGE_TEXT)
     evaluation = evaluation_create(
         campaign=campaign,
         user=request.user,

@@ -182,6 +182,7 @@ def test_evaluation_upload_gives_the_numbers_computed_by_hand(world):
     [
         ({"rankings": {"x2y": {}}}, "unknown keys"),
         ({"rankings": {"i2t": {"1": "11"}}}, "list of ids"),
+        ({"rankings": {"i2t": {"1": ["11"]}, "verified_negatives": {"i2t": {}}}}, "unknown keys"),
         ({}, "as rankings_file, as rankings, or name a ranking_run"),
     ],
 )
@@ -230,3 +231,27 @@ def test_odd_paths_are_json_404s(world, path):
 def test_post_to_an_unknown_path_is_a_json_404_not_a_csrf_page(world):
     response = world.client("requester").post("/api/v1/campaigns/1.5/build/", {}, format="json")
     assert response.status_code == 404 and response.json()["error"]
+
+
+def test_an_oversized_rankings_file_is_a_413_on_the_campaign_and_the_label_set_paths(world, monkeypatch):
+    """One rankings reader, one size guard: both evaluation paths answer the same 413."""
+    from annotator.services.labelsets import readers
+
+    monkeypatch.setattr(readers, "MAX_FILE_BYTES", 16)
+    client = world.client("researcher")
+    upload = io.BytesIO(json.dumps(RANKINGS).encode())
+    upload.name = "rankings.json"
+    response = client.post(
+        "/api/v1/evaluations/",
+        {"campaign": world.campaign.pk, "name": "m", "rankings_file": upload},
+        format="multipart",
+    )
+    assert response.status_code == 413 and "larger than" in response.json()["error"]
+    from annotator.services.labelsets.builds import labelset_from_original
+
+    label_set = labelset_from_original(dataset=world.campaign.dataset, public=True)
+    upload.seek(0)
+    response = client.post(
+        "/api/v1/evaluations/", {"label_set": label_set.pk, "name": "m", "rankings_file": upload}, format="multipart"
+    )
+    assert response.status_code == 413 and "larger than" in response.json()["error"]

@@ -14,13 +14,14 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotator.analysis.metrics import evaluate
 from annotator.analysis.scorecard import DIRECTIONS as ALL_DIRECTIONS
-from annotator.analysis.scorecard import Settings, scorecard
+from annotator.analysis.scorecard import IMAGE_TEXT, Settings, scorecard
 from annotator.errors import ApplicationError
 from annotator.models import Campaign, Dataset, ExportVariant
 from annotator.selectors.labelsets import labelset_find
 from annotator.selectors.scorecards import campaign_grades, dataset_test_set, labelset_grades, removed_caption_ids
-from annotator.services.labelsets.evaluation import labelset_evaluate, rankings_read
-from annotator.services.research.evaluation import campaign_evaluate, rankings_parse
+from annotator.services.labelsets.evaluation import labelset_evaluate
+from annotator.services.labelsets.readers import rankings_read
+from annotator.services.research.evaluation import campaign_evaluate
 from annotator.services.research.targets import coverage_warnings
 
 
@@ -102,12 +103,17 @@ class Command(BaseCommand):
             return self._label_set(options)
         try:
             directions = ALL_DIRECTIONS if options["full"] else ("i2t", "t2i")
-            rankings = rankings_parse(raw=_read(options["rankings"], "rankings file"), directions=directions)
+            rankings = rankings_read(raw=_read(options["rankings"], "rankings file"), directions=directions)
             if options["full"]:
                 self.stdout.write(json.dumps(self._full(rankings, options)))
                 return
             if options["labels"]:
-                labels = rankings_parse(raw=_read(options["labels"], "label file"), what="label file")
+                labels = rankings_read(
+                    raw=_read(options["labels"], "label file"),
+                    what="label file",
+                    directions=IMAGE_TEXT,
+                    negatives_allowed=True,
+                )
                 results, counts = evaluate(rankings, labels)
             else:
                 campaign = self._campaign(options)
@@ -174,8 +180,8 @@ class Command(BaseCommand):
                 "warnings"
             ]
         elif options["labels"]:
-            judgements = rankings_parse(
-                raw=_read(options["labels"], "label file"), what="label file", directions=ALL_DIRECTIONS
+            judgements = rankings_read(
+                raw=_read(options["labels"], "label file"), what="label file", negatives_allowed=True
             )
             dataset, removed = self._dataset(options), set()
         else:

@@ -9,49 +9,13 @@ proposals built the set (its scores are biased upward: ECCV Caption App. E.3).
 
 from __future__ import annotations
 
-import json
-
-from annotator.analysis.labelsets import DIRECTIONS
 from annotator.analysis.metrics import METRIC_NAMES, evaluate_direction
-from annotator.errors import ApplicationError
 from annotator.models import Candidate, LabelSet, LabelSetKind
 from annotator.selectors.labelsets import QUERY_TARGET_SIDES, dataset_source_ids, labelset_label_maps, labelset_operands
 
-MAX_RANKINGS_BYTES = 200 * 1024 * 1024
 COVERAGE_WARNING = 0.9  # warn when the rankings cover fewer of the set's queries than this
 SAME_MODEL_AGREEMENT = 0.9  # top-5 agreement with an annotator's stored run that names it the same model
 SAME_MODEL_DEPTH = 5
-
-
-def rankings_read(*, raw: bytes | str | dict, what: str = "rankings file") -> dict[str, dict[str, list[str]]]:
-    """A rankings file `{"i2t": {query id: [target ids, best first]}, "t2i": ..., "t2t": ..., "i2i": ...}`
-    (any of the directions) with every id as a string. ApplicationError (400) says what is wrong."""
-    if isinstance(raw, (bytes, str)):
-        if len(raw) > MAX_RANKINGS_BYTES:
-            raise ApplicationError(f"The {what} is larger than {MAX_RANKINGS_BYTES // (1024 * 1024)} MB.", status=413)
-        try:
-            data = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ApplicationError(f"The {what} is not valid JSON: {error}") from None
-    else:
-        data = raw
-    if not isinstance(data, dict) or not data:
-        raise ApplicationError(f'The {what} must be a JSON object with "i2t" and/or "t2i" (or "t2t", "i2i").')
-    unknown = sorted(set(data) - set(DIRECTIONS))
-    if unknown:
-        raise ApplicationError(f"The {what} has unknown keys {unknown[:5]}; expected {', '.join(DIRECTIONS)}.")
-    parsed = {}
-    for direction, section in data.items():
-        if not isinstance(section, dict):
-            raise ApplicationError(f'"{direction}" in the {what} must map query ids to lists of ids.')
-        parsed[direction] = {}
-        for query, items in section.items():
-            if not isinstance(items, list) or not all(
-                isinstance(item, (str, int)) and not isinstance(item, bool) for item in items
-            ):
-                raise ApplicationError(f'"{direction}"["{str(query)[:40]}"] in the {what} must be a list of ids.')
-            parsed[direction][str(query)] = [str(item) for item in items]
-    return parsed
 
 
 def _crowd_runs(label_set: LabelSet, seen: set | None = None) -> list[int]:

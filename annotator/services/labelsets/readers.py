@@ -22,6 +22,8 @@ import io
 import json
 from dataclasses import dataclass, field
 
+from annotator.analysis.labelsets import DIRECTIONS
+from annotator.analysis.metrics import parse_direction_file
 from annotator.errors import ApplicationError
 from annotator.models import CXC_THRESHOLDS, LabelSetFormat
 
@@ -153,6 +155,28 @@ def read_eccv_json(content: bytes | str) -> ParsedSet:
             what = f'"verified_negatives" "{direction}"'
             _read_direction_mapping(parsed, negatives[direction], direction=direction, what=what, positive=False)
     return parsed
+
+
+def rankings_read(
+    *,
+    raw: bytes | str | dict,
+    what: str = "rankings file",
+    directions: tuple[str, ...] = DIRECTIONS,
+    negatives_allowed: bool = False,
+) -> dict[str, dict[str, list[str]]]:
+    """The one reader of a rankings file `{"i2t": {query id: [target ids, best first]}, "t2i": ..., "t2t": ...,
+    "i2i": ...}` (any of `directions`), and of a label map in the same form, every id as a string.
+
+    The same size guard as every label file (`decode`: 413 over MAX_FILE_BYTES, gzip unpacked), then
+    ApplicationError (400) naming what is wrong: not JSON, an unknown key, a query whose value is not a list
+    of ids. `negatives_allowed`: a label file in Vericap's ECCV JSON form, whose verified negatives are left
+    out (analysis.metrics.parse_direction_file)."""
+    data = raw if isinstance(raw, dict) else _json(decode(raw, what=what), what=what)
+    try:
+        parsed = parse_direction_file(data, what=what, directions=directions, negatives_allowed=negatives_allowed)
+    except ValueError as error:
+        raise ApplicationError(str(error)) from None
+    return {direction: queries for direction, queries in parsed.items() if direction in data}
 
 
 def split_direction(name: str) -> str | None:

@@ -9,34 +9,11 @@ among the original pairs.
 
 from __future__ import annotations
 
-import json
-
-from annotator.analysis.metrics import RECALL_KS, evaluate, parse_direction_file
+from annotator.analysis.metrics import RECALL_KS, evaluate
 from annotator.errors import ApplicationError
 from annotator.models import Campaign, Caption, CleanupProposal, CleanupStatus, ExportVariant
 from annotator.selectors.research import label_method_resolve
 from annotator.services.exports.eccv import eccv_label_map
-
-MAX_RANKINGS_BYTES = 200 * 1024 * 1024
-
-
-def rankings_parse(
-    *, raw: bytes | str, what: str = "rankings file", directions: tuple[str, ...] = ("i2t", "t2i")
-) -> dict[str, dict[str, list[str]]]:
-    """Parse and validate an uploaded rankings (or label) file; an ApplicationError explains what is wrong.
-
-    `directions`: the keys allowed; t2t and i2i (Crisscrossed Captions' STS and SIS) where the caller
-    scores them."""
-    if isinstance(raw, bytes) and len(raw) > MAX_RANKINGS_BYTES:
-        raise ApplicationError(f"The {what} is larger than {MAX_RANKINGS_BYTES // (1024 * 1024)} MB.")
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ApplicationError(f"The {what} is not valid JSON: {error}") from None
-    try:
-        return parse_direction_file(data, what=what, directions=directions)
-    except ValueError as error:
-        raise ApplicationError(str(error)) from None
 
 
 def original_label_map(*, campaign: Campaign, queries: dict[str, dict[str, list[str]]]) -> dict:

@@ -39,7 +39,7 @@ from annotator.selectors.scorecards import (
     run_rankings,
     test_set_digest,
 )
-from annotator.services.research.evaluation import rankings_parse
+from annotator.services.labelsets.readers import rankings_read
 from annotator.services.research.targets import coverage_warnings, evaluation_target
 
 logger = logging.getLogger(__name__)
@@ -195,7 +195,7 @@ def evaluation_rankings(*, evaluation: Evaluation) -> dict:
     if not evaluation.rankings_file:
         raise ApplicationError(f"Evaluation {evaluation.pk} has neither a rankings file nor a ranking run.")
     with evaluation.rankings_file.open("rb") as handle:
-        return rankings_parse(raw=handle.read())
+        return rankings_read(raw=handle.read())
 
 
 def evaluation_scorecard(*, evaluation: Evaluation) -> dict:

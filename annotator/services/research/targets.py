@@ -13,10 +13,8 @@ from annotator.selectors.scorecards import (
     labelset_grades,
     removed_caption_ids,
 )
-from annotator.services.labelsets.evaluation import labelset_evaluate
+from annotator.services.labelsets.evaluation import COVERAGE_WARNING, labelset_evaluate
 from annotator.services.research.evaluation import campaign_evaluate
-
-COVERAGE_WARNING = 0.9
 
 
 @dataclass

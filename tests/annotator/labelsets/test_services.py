@@ -21,7 +21,7 @@ from annotator.models import (
 from annotator.selectors.labelsets import labelset_label_maps, labelset_view
 from annotator.services.campaigns.build import campaign_build
 from annotator.services.labelsets.builds import labelset_derive, labelset_from_campaign, labelset_from_original
-from annotator.services.labelsets.evaluation import evaluate, rankings_read
+from annotator.services.labelsets.evaluation import evaluate
 from annotator.services.labelsets.exports import labelset_export_chunks
 from annotator.services.labelsets.imports import labelset_import
 from annotator.services.labelsets.rankings import (
@@ -29,6 +29,7 @@ from annotator.services.labelsets.rankings import (
     labelset_unjudged_campaign,
     ranking_run_upload,
 )
+from annotator.services.labelsets.readers import rankings_read
 from tests import factories
 from tests.annotator.campaign_support import make_dataset
 from tests.research_helpers import research_campaign
@@ -257,6 +258,14 @@ def test_rankings_files_with_other_directions_and_bad_shapes():
     ):
         with pytest.raises(ApplicationError, match=message):
             rankings_read(raw=raw)
+
+
+def test_a_label_file_may_carry_verified_negatives_and_a_rankings_file_may_not():
+    """One reader for both: an exported ECCV JSON reads as a label map without its negatives."""
+    exported = b'{"i2t": {"1": [11]}, "t2i": {}, "verified_negatives": {"i2t": {"1": [12]}, "t2i": {}}}'
+    assert rankings_read(raw=exported, what="label file", negatives_allowed=True) == {"i2t": {"1": ["11"]}, "t2i": {}}
+    with pytest.raises(ApplicationError, match="unknown keys"):
+        rankings_read(raw=exported)
 
 
 def test_bring_your_own_ranking_to_a_new_version_of_the_set(dataset):
