@@ -220,6 +220,7 @@ SPECTACULAR_SETTINGS = {
         "LabelSetExportFormatEnum": "annotator.services.labelsets.exports.FORMATS",
         "JobStatusEnum": "annotator.models.research.ExportStatus.choices",
         "WebhookEventEnum": "annotator.models.webhooks.WebhookEvent.choices",
+        "DeliveryErrorEnum": "annotator.models.webhooks.DeliveryError.choices",
         "PayoutStatusEnum": "annotator.models.money.PayoutStatus.choices",
         "ImportStatusEnum": "annotator.models.dataset.DatasetStatus.choices",  # datasets and pools alike
     },

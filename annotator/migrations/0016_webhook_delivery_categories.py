@@ -1,6 +1,8 @@
 """A delivery's error is a category (DeliveryError), never a raw socket error or a sub-second timing: the
 rows written before are rewritten to categories (and their log entries lose "seconds") before the
-constraint that keeps it so."""
+constraint that keeps it so. Attempt times keep whole seconds."""
+
+from datetime import datetime
 
 from django.db import migrations, models
 
@@ -32,6 +34,13 @@ def _category(error: str) -> str:
     if "name or service" in lowered or "nodename" in lowered or "getaddrinfo" in lowered:
         return "dns_failure"
     return "connection_failed"
+
+
+def _whole_second(at):
+    try:
+        return datetime.fromisoformat(at).replace(microsecond=0).isoformat()
+    except (TypeError, ValueError):
+        return at
 
 
 def scrub(apps, schema_editor):
