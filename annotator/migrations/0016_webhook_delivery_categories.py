@@ -49,7 +49,7 @@ def scrub(apps, schema_editor):
     for delivery in WebhookDelivery.objects.only("pk", "last_error", "log").iterator(chunk_size=500):
         log = [
             {
-                "at": entry.get("at"),
+                "at": _whole_second(entry.get("at")),
                 "status_code": entry.get("status_code"),
                 "error": _category(entry.get("error") or ""),
             }
