@@ -199,11 +199,14 @@ def webhook_target_check(*, url: str) -> WebhookTarget:
     path = quote(parts.path or "/", safe="/%:@!$&'()*+,;=~")
     if parts.query:
         path += "?" + quote(parts.query, safe="/%:@!$&'()*+,;=~?")
+    host_header = parts.netloc  # the URL's own spelling, unless it needs IDNA to be a header at all
+    if not host_header.isascii():
+        host_header = host + (f":{parts.port}" if parts.port else "")
     return WebhookTarget(
         scheme=parts.scheme,
         host=host,
         port=port,
-        host_header=parts.netloc,
+        host_header=host_header,
         path=path,
         addresses=tuple(addresses),
     )

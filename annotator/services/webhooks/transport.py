@@ -71,5 +71,5 @@ def webhook_post(
         raise DeliveryFailed(DeliveryError.REFUSED if refused else DeliveryError.CONNECTION) from None
     except TimeoutError:
         raise DeliveryFailed(DeliveryError.TIMEOUT) from None
-    except (HTTPError, OSError):
+    except (HTTPError, OSError, ValueError):  # a broken answer, a reset connection
         raise DeliveryFailed(DeliveryError.CONNECTION) from None
