@@ -46,7 +46,7 @@ RETRY_SCHEDULE = [timedelta(seconds=30), timedelta(minutes=2), timedelta(minutes
 RETRY_SCHEDULE += [timedelta(hours=6), timedelta(hours=24)]
 TIMEOUT_SECONDS = 10
 MAX_ENDPOINTS = 20
-ADDRESSES_TRIED = 3  # a name with several addresses: the next is tried when one refuses the connection
+ADDRESSES_TRIED = 3  # a name with several addresses: the next is tried while they refuse the connection
 
 
 def new_secret() -> str:
@@ -123,7 +123,7 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
             )
         except transport.DeliveryFailed as failure:
             category = failure.category
-            if category in (DeliveryError.REFUSED, DeliveryError.CONNECTION):
+            if category == DeliveryError.REFUSED:  # nothing was sent: the next address may answer
                 continue
             return None, category
         if 200 <= code < 300:
