@@ -23,7 +23,10 @@ class WebhookEndpointSerializer(serializers.ModelSerializer):
 
 
 class WebhookEndpointCreateSerializer(serializers.Serializer):
-    url = serializers.CharField(max_length=500, help_text="An http(s) URL that accepts POSTs.")
+    url = serializers.CharField(
+        max_length=500,
+        help_text="An http(s) URL that accepts POSTs and leads to public addresses only (400 naming why otherwise).",
+    )
     events = serializers.ListField(
         child=serializers.ChoiceField(choices=WebhookEvent.choices),
         required=False,

@@ -6,6 +6,7 @@ CELERY_BROKER_URL and the S3 variables, and uses `config.settings_production`, w
 with DEBUG on or without a secret key.
 """
 
+import ipaddress
 from datetime import timedelta
 from pathlib import Path
 
@@ -221,6 +222,7 @@ SPECTACULAR_SETTINGS = {
         "LabelSetExportFormatEnum": "annotator.services.labelsets.exports.FORMATS",
         "JobStatusEnum": "annotator.models.research.ExportStatus.choices",
         "WebhookEventEnum": "annotator.models.webhooks.WebhookEvent.choices",
+        "DeliveryErrorEnum": "annotator.models.webhooks.DeliveryError.choices",
         "PayoutStatusEnum": "annotator.models.money.PayoutStatus.choices",
         "ImportStatusEnum": "annotator.models.dataset.DatasetStatus.choices",  # datasets and pools alike
     },
@@ -346,6 +348,19 @@ CELERY_BEAT_SCHEDULE["webhooks-retry"] = {
     "task": task_names.WEBHOOKS_DELIVER_DUE,
     "schedule": env.float("WEBHOOKS_RETRY_EVERY_SECONDS", default=30.0),
 }
+# Webhook receivers inside the network (annotator/services/webhooks/targets.py). A webhook URL must lead to
+# public unicast addresses only, checked when it is saved and before every delivery; an operator who runs a
+# receiver inside the network names it here, comma-separated: addresses or CIDR networks (any address inside
+# passes, e.g. 10.20.0.0/16) and host names (trusted whatever they resolve to). Both empty by default.
+WEBHOOK_ALLOWED_NETWORKS = env.list("WEBHOOK_ALLOWED_NETWORKS", default=[])
+WEBHOOK_ALLOWED_HOSTS = env.list("WEBHOOK_ALLOWED_HOSTS", default=[])
+for _network in WEBHOOK_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"WEBHOOK_ALLOWED_NETWORKS: {_network!r} is not an address or CIDR network."
+        ) from None
 CELERY_BEAT_SCHEDULE["leases-expire"] = {
     "task": task_names.ASSIGNMENTS_EXPIRE,
     "schedule": env.float("LEASES_EXPIRE_EVERY_SECONDS", default=60.0),

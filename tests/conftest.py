@@ -75,3 +75,41 @@ def held_task():
     yield hold
     for each in held:
         each.close()
+
+
+@pytest.fixture(autouse=True)
+def webhook_dns(monkeypatch):
+    """Webhook host names resolve from this table (name -> addresses), never from the network; a test adds
+    its own names, and a name not in it fails as a DNS failure would. This replaces the one resolver hook
+    (annotator.services.webhooks.targets.resolve). A webhook request to an address that is not loopback is
+    refused here too, so no test sends traffic beyond the loopback whatever its endpoints' names are."""
+    import ipaddress
+    import socket
+
+    from annotator.models import DeliveryError
+    from annotator.services.webhooks import targets, transport
+
+    public = ["93.184.215.14"]
+    table = {
+        "example.org": public,
+        "hooks.example": public,
+        "xn--bcher-kva.example": public,
+        "private.example": ["10.1.2.3"],  # a public-looking name with an internal answer
+        "mixed.example": [*public, "10.1.2.3"],
+    }
+
+    def resolve(host: str, port: int) -> list[str]:
+        if host not in table:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return list(table[host])
+
+    real_post = transport.webhook_post
+
+    def loopback_only(*, address: str, **kwargs) -> int:
+        if not ipaddress.ip_address(address).is_loopback:
+            raise transport.DeliveryFailed(DeliveryError.REFUSED)
+        return real_post(address=address, **kwargs)
+
+    monkeypatch.setattr(targets, "resolve", resolve)
+    monkeypatch.setattr(transport, "webhook_post", loopback_only)
+    return table

@@ -130,6 +130,7 @@ from annotator.models.research import (
 )
 from annotator.models.webhooks import (
     DELIVERY_TRANSITIONS,
+    DeliveryError,
     DeliveryStatus,
     WebhookDelivery,
     WebhookEndpoint,

@@ -43,6 +43,20 @@ DELIVERY_TRANSITIONS = {
 }
 
 
+class DeliveryError(models.TextChoices):
+    """What went wrong with an attempt, as a category only: a raw socket error or a sub-second timing would
+    tell a requester which internal ports are open."""
+
+    TIMEOUT = "timeout", "Timed out"
+    REFUSED = "refused", "Connection refused"
+    CONNECTION = "connection_failed", "Connection failed"
+    TLS = "tls_error", "TLS error"
+    HTTP_STATUS = "http_status", "HTTP error status"
+    REDIRECT = "redirect_refused", "Redirect refused (not followed)"
+    BLOCKED = "blocked_address", "Blocked address (not public)"
+    DNS = "dns_failure", "DNS failure"
+
+
 class WebhookDelivery(models.Model):
     """One message to one endpoint, with every attempt's outcome: the delivery log."""
 
@@ -54,15 +68,19 @@ class WebhookDelivery(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     last_status_code = models.PositiveIntegerField(null=True, blank=True)
-    last_error = models.CharField(max_length=500, blank=True)
-    log = models.JSONField(default=list, blank=True)  # [{"at", "status_code", "error", "seconds"}] per attempt
+    last_error = models.CharField(max_length=500, blank=True, choices=DeliveryError.choices)  # "" once delivered
+    log = models.JSONField(default=list, blank=True)  # [{"at", "status_code", "error"}] per attempt, error a category
     created_at = models.DateTimeField(auto_now_add=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.CheckConstraint(condition=Q(status__in=DeliveryStatus.values), name="webhook_delivery_status_valid")
+            models.CheckConstraint(condition=Q(status__in=DeliveryStatus.values), name="webhook_delivery_status_valid"),
+            models.CheckConstraint(
+                condition=Q(last_error="") | Q(last_error__in=DeliveryError.values),
+                name="webhook_delivery_error_is_a_category",
+            ),
         ]
         indexes = [models.Index(fields=["status", "next_attempt_at"], name="webhook_delivery_due")]
 

@@ -72,11 +72,12 @@ def world(db) -> World:
         if state != "draft":
             factories.HitFactory(campaign=lifecycle, index=0)
         states[f"{state}_campaign"] = lifecycle.pk
-    # A webhook endpoint of the requester (a closed port: attempts fail at once) with a given-up delivery.
+    # A webhook endpoint of the requester (a public name of the tests' resolver hook, tests/conftest.py:
+    # attempts are refused at once) with a given-up delivery.
     from annotator.services.webhooks.delivery import webhook_endpoint_create
 
     endpoint = webhook_endpoint_create(
-        owner=users["requester"], url="http://127.0.0.1:9/hook", events=["campaign.finished"]
+        owner=users["requester"], url="https://hooks.example/hook", events=["campaign.finished"]
     )
     delivery = models.WebhookDelivery.objects.create(
         endpoint=endpoint, message_id="msg_world", event="import.done", status=models.DeliveryStatus.FAILED

@@ -6,7 +6,11 @@ and `webhook-signature` ("v1," + base64 HMAC-SHA256 of "{id}.{timestamp}.{body}"
 secret, "whsec_" + base64 key), so the reference libraries verify it. A delivery is tried at once (a
 Celery task after commit) and, while the receiver fails (no 2xx, a timeout, a refused connection), again
 after RETRY_SCHEDULE (30 s, 2 min, 10 min, 1 h, 6 h, 24 h) by the beat task; then it is given up. Every
-attempt is kept in the delivery's log.
+attempt is kept in the delivery's log as a DeliveryError category (no socket error text, no timings).
+
+The URL is checked when it is saved and again before every attempt (targets.webhook_target_check: public
+unicast addresses only, unless the operator allows a receiver), and the request goes to the address that
+the check returned (transport.webhook_post). A 3xx answer is a failed attempt and is not followed.
 
 Events: campaign.finished, export.ready, import.done, assignment.flagged.
 """
@@ -19,10 +23,7 @@ import hmac
 import json
 import secrets
 import time
-import urllib.error
-import urllib.request
 from datetime import timedelta
-from urllib.parse import urlparse
 
 from django.db import transaction
 from django.utils import timezone
@@ -31,6 +32,7 @@ from annotator import task_names
 from annotator.errors import ApplicationError
 from annotator.models import (
     DELIVERY_TRANSITIONS,
+    DeliveryError,
     DeliveryStatus,
     WebhookDelivery,
     WebhookEndpoint,
@@ -38,11 +40,13 @@ from annotator.models import (
 )
 from annotator.models.state import check_transition
 from annotator.queue import enqueue_on_commit
+from annotator.services.webhooks import targets, transport
 
 RETRY_SCHEDULE = [timedelta(seconds=30), timedelta(minutes=2), timedelta(minutes=10), timedelta(hours=1)]
 RETRY_SCHEDULE += [timedelta(hours=6), timedelta(hours=24)]
 TIMEOUT_SECONDS = 10
 MAX_ENDPOINTS = 20
+ADDRESSES_TRIED = 3  # a name with several addresses: the next is tried while they refuse the connection
 
 
 def new_secret() -> str:
@@ -57,11 +61,10 @@ def sign(*, secret: str, message_id: str, timestamp: int, body: str) -> str:
 
 
 def webhook_endpoint_create(*, owner, url: str, events: list[str] | None = None) -> WebhookEndpoint:
-    """Register a URL for some events (none = all) with a fresh signing secret. No locks."""
+    """Register a URL for some events (none = all) with a fresh signing secret. The URL must pass
+    targets.webhook_target_check (an ApplicationError naming why, otherwise). No locks."""
     url = (url or "").strip()
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc or len(url) > 500:
-        raise ApplicationError("Give an http(s) URL of at most 500 characters.")
+    targets.webhook_target_check(url=url)
     events = list(dict.fromkeys(events or []))
     unknown = [e for e in events if e not in WebhookEvent.values]
     if unknown:
@@ -95,29 +98,38 @@ def webhook_emit(*, owner, event: str, data: dict) -> int:
 
 
 def _post(delivery: WebhookDelivery) -> tuple[int | None, str]:
+    """One attempt: check the URL again, send to a checked address. Returns (HTTP status or None, the
+    DeliveryError category or "" when delivered)."""
+    try:
+        target = targets.webhook_target_check(url=delivery.endpoint.url)
+    except targets.WebhookTargetRefused as refused:
+        return None, refused.category
     body = json.dumps(delivery.payload, separators=(",", ":"), sort_keys=True)
     timestamp = int(time.time())
-    request = urllib.request.Request(
-        delivery.endpoint.url,
-        data=body.encode(),
-        method="POST",
-        headers={
-            "content-type": "application/json",
-            "user-agent": "Vericap-Webhooks/1",
-            "webhook-id": delivery.message_id,
-            "webhook-timestamp": str(timestamp),
-            "webhook-signature": sign(
-                secret=delivery.endpoint.secret, message_id=delivery.message_id, timestamp=timestamp, body=body
-            ),
-        },
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310 - http(s) only
-            return response.status, ""
-    except urllib.error.HTTPError as error:
-        return error.code, f"HTTP {error.code}"
-    except (urllib.error.URLError, TimeoutError, OSError) as error:
-        return None, str(getattr(error, "reason", error))[:300]
+    headers = {
+        "content-type": "application/json",
+        "user-agent": "Vericap-Webhooks/1",
+        "webhook-id": delivery.message_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign(
+            secret=delivery.endpoint.secret, message_id=delivery.message_id, timestamp=timestamp, body=body
+        ),
+    }
+    category = DeliveryError.CONNECTION
+    for address in target.addresses[:ADDRESSES_TRIED]:
+        try:
+            code = transport.webhook_post(
+                target=target, address=address, body=body.encode(), headers=headers, timeout=TIMEOUT_SECONDS
+            )
+        except transport.DeliveryFailed as failure:
+            category = failure.category
+            if category == DeliveryError.REFUSED:  # nothing was sent: the next address may answer
+                continue
+            return None, category
+        if 200 <= code < 300:
+            return code, ""
+        return code, DeliveryError.REDIRECT if 300 <= code < 400 else DeliveryError.HTTP_STATUS
+    return None, category
 
 
 def webhook_deliver(*, delivery_id: int, now=None) -> WebhookDelivery | None:
@@ -138,20 +150,12 @@ def webhook_deliver(*, delivery_id: int, now=None) -> WebhookDelivery | None:
             return delivery
         if delivery.next_attempt_at and delivery.next_attempt_at > now:
             return delivery
-        started = time.monotonic()
         code, error = _post(delivery)
         delivery.attempts += 1
         delivery.last_status_code = code
         delivery.last_error = error
-        delivery.log = [
-            *delivery.log,
-            {
-                "at": now.isoformat(),
-                "status_code": code,
-                "error": error,
-                "seconds": round(time.monotonic() - started, 3),
-            },
-        ][-20:]
+        entry = {"at": now.replace(microsecond=0).isoformat(), "status_code": code, "error": error}
+        delivery.log = [*delivery.log, entry][-20:]
         if code is not None and 200 <= code < 300:
             target = DeliveryStatus.SUCCEEDED
             delivery.delivered_at = now

@@ -2,12 +2,14 @@
 delivery again; nobody else sees or touches them; user text is escaped."""
 
 import pytest
+from django.utils.html import escape
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from standardwebhooks.webhooks import Webhook
 
 from annotator.models import DeliveryStatus, Role, WebhookDelivery, WebhookEndpoint
 from annotator.services.webhooks.delivery import webhook_emit, webhook_endpoint_create
+from tests.annotator.services.test_webhook_targets import INTERNAL_URLS
 from tests.annotator.services.test_webhooks import _Receiver
 from tests.factories import user_with_role
 
@@ -51,6 +53,31 @@ def test_a_bad_url_is_a_clear_400_and_user_text_is_escaped(client, requester):
     webhook_endpoint_create(owner=requester, url="https://example.org/<script>x</script>")
     page = client.get("/webhooks/").content.decode()
     assert "<script>x</script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
+
+
+@pytest.mark.parametrize(("url", "reason"), INTERNAL_URLS, ids=[url for url, _ in INTERNAL_URLS])
+def test_every_internal_spelling_is_refused_at_save_on_the_page_and_the_api(client, requester, url, reason):
+    """The /webhooks/add form and POST /api/v1/webhooks/ both answer 400 naming why; nothing is saved."""
+    client.force_login(requester)
+    page = client.post("/webhooks/add", {"url": url})
+    assert page.status_code == 400
+    assert escape(reason) in page.content.decode()
+    api = _api(requester).post("/api/v1/webhooks/", {"url": url}, format="json")
+    assert api.status_code == 400 and reason in api.json()["error"]
+    assert not WebhookEndpoint.objects.filter(owner=requester).exists()
+
+
+def test_the_delivery_log_shows_categories_not_socket_errors(client, requester):
+    endpoint = webhook_endpoint_create(owner=requester, url="https://example.org/h")
+    WebhookDelivery.objects.create(
+        endpoint=endpoint, message_id="msg_r", event="export.ready", last_status_code=302, last_error="redirect_refused"
+    )
+    WebhookDelivery.objects.create(endpoint=endpoint, message_id="msg_t", event="export.ready", last_error="timeout")
+    client.force_login(requester)
+    page = client.get("/webhooks/").content.decode()
+    assert "HTTP 302 Redirect refused (not followed)" in page and "Timed out" in page
+    body = _api(requester).get(f"/api/v1/webhooks/{endpoint.pk}/deliveries/").json()
+    assert sorted(d["last_error"] for d in body["results"]) == ["redirect_refused", "timeout"]
 
 
 def test_a_given_up_delivery_is_sent_again_from_the_page(client, requester, django_capture_on_commit_callbacks):
