@@ -191,8 +191,10 @@ def webhook_target_check(*, url: str) -> WebhookTarget:
         for address in map(ipaddress.ip_address, addresses):
             reason = address_refusal(address)
             if reason and not any(address in network for network in allowed):
+                # A name's address is not echoed: the form would otherwise answer internal DNS questions.
+                where = f"{address}, {reason}" if literal is not None else reason
                 raise WebhookTargetRefused(
-                    f"{parts.hostname} leads to {address}, {reason}; webhooks go to public addresses only "
+                    f"{parts.hostname} leads to {where}; webhooks go to public addresses only "
                     "(an operator can allow internal receivers with WEBHOOK_ALLOWED_NETWORKS).",
                     category=DeliveryError.BLOCKED,
                 )
