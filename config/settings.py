@@ -68,24 +68,45 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-# Axes first: it refuses a locked-out username or address before any password is checked, and counts
-# failures. It has no get_user, so code that logs a user in by hand names AccountBackend
-# (annotator.views.accounts), the ModelBackend that loads the role and the Worker with the user.
+# The client's address (annotator.addresses, one rule for the API throttles, the sign-up limit, the log-in
+# lock-out and the audit log): the number of reverse proxies in front that append to X-Forwarded-For. 0 (the
+# default, no proxy): the connecting address. N: the N-th address from the right of X-Forwarded-For, so an
+# address a client writes into the header itself is never believed. AXES_IPWARE_PROXY_COUNT is the old name.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=env.int("AXES_IPWARE_PROXY_COUNT", default=0))
+
+# Axes first: it refuses a locked-out (user name, address) pair, or a user name or address inside its
+# growing delay, before any password is checked, and counts failures. It has no get_user, so code that
+# logs a user in by hand names AccountBackend (annotator.views.accounts), the ModelBackend that loads the
+# role and the Worker with the user.
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "annotator.auth.AccountBackend"]
-# Log-in lock-out (django-axes): this many failures for one user name, or from one address, lock it for
-# AXES_COOLOFF_MINUTES; the lock-out page answers 429 with Retry-After (annotator.views.lockout).
+# Log-in lock-out (django-axes): this many failures for one user name from one address lock that pair for
+# AXES_COOLOFF_MINUTES; the owner logs in from any other address meanwhile. The lock-out page answers 429
+# with Retry-After (annotator.views.lockout).
 AXES_ENABLED = env.bool("AXES_ENABLED", default=True)
 AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=20)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("AXES_COOLOFF_MINUTES", default=30.0))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one reaching the limit locks
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+# A try refused during a lock-out or a delay checks no password, so it is not one more failure: waiting it
+# out always works (axes' default counts it, which would keep a lock-out going for as long as tries come).
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "annotator.views.lockout.lockout_response"
 AXES_USERNAME_FORM_FIELD = "username"
-# Behind a reverse proxy, the number of proxies that append to X-Forwarded-For (0: use REMOTE_ADDR).
-AXES_IPWARE_PROXY_COUNT = env.int("AXES_IPWARE_PROXY_COUNT", default=0) or None
-AXES_IPWARE_META_PRECEDENCE_ORDER = (
-    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if AXES_IPWARE_PROXY_COUNT else ("REMOTE_ADDR",)
-)
+AXES_CLIENT_IP_CALLABLE = "annotator.addresses.client_address"
+# The growing delays (annotator.services.accounts.login_guard) and the owner's notice of failed log-ins
+# since their last one, counted from axes' failure log.
+AXES_HANDLER = "annotator.services.accounts.login_guard.LoginGuardHandler"
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+# Growing delays: after LOGIN_SLOWDOWN_USERNAME_AFTER failures for one user name (from any addresses), or
+# LOGIN_SLOWDOWN_ADDRESS_AFTER from one address (for any user names), each further failure makes the next
+# try wait LOGIN_SLOWDOWN_BASE_SECONDS, doubling, at most LOGIN_SLOWDOWN_MAX_SECONDS. An address the user
+# logged in from before is not slowed down by their user name's count. Counts are forgotten
+# LOGIN_SLOWDOWN_FORGET_SECONDS after the last failure.
+LOGIN_SLOWDOWN_USERNAME_AFTER = env.int("LOGIN_SLOWDOWN_USERNAME_AFTER", default=20)
+LOGIN_SLOWDOWN_ADDRESS_AFTER = env.int("LOGIN_SLOWDOWN_ADDRESS_AFTER", default=100)
+LOGIN_SLOWDOWN_BASE_SECONDS = env.float("LOGIN_SLOWDOWN_BASE_SECONDS", default=1.0)
+LOGIN_SLOWDOWN_MAX_SECONDS = env.float("LOGIN_SLOWDOWN_MAX_SECONDS", default=900.0)
+LOGIN_SLOWDOWN_FORGET_SECONDS = env.int("LOGIN_SLOWDOWN_FORGET_SECONDS", default=24 * 3600)
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -189,7 +210,8 @@ CELERY_BEAT_SCHEDULE = {}  # filled by the issues that need periodic work (lease
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # DRF's TokenAuthentication that also counts wrong tokens per address (429 over the rate).
+        "api.authentication.ThrottledTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -202,6 +224,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "token": env.str("API_THROTTLE_TOKEN", default="600/minute"),
         "address": env.str("API_THROTTLE_ADDRESS", default="1200/minute"),
+        "token_failure": env.str("API_THROTTLE_TOKEN_FAILURES", default="20/minute"),
     },
 }
 SPECTACULAR_SETTINGS = {
@@ -318,7 +341,8 @@ CELERY_BEAT_SCHEDULE["quality-aggregate"] = {
 ADMIN_URL = env.str("ADMIN_URL", default="admin/").strip("/")
 ADMIN_URL = f"{ADMIN_URL}/" if ADMIN_URL else ""
 SIGNUP_INVITE_CODE = env.str("SIGNUP_INVITE_CODE", default="")
-# Sign-up tries per address and hour (a sign-up tells whether a name is free, so tries are limited; 429 after).
+# Sign-up tries per address (annotator.addresses) and hour; 429 after. A sign-up says a name is taken only
+# once everything else in the form is valid, so each such answer costs a whole valid try.
 SIGNUP_RATE_PER_HOUR = env.int("SIGNUP_RATE_PER_HOUR", default=20)
 # Check each MTurk arrival with GetAssignment (docs/workers.md). On when MTurk is configured: AWS keys that
 # boto3 (mturk_client) will use are in the environment, or DEBUG is off (keys from an instance role).

@@ -14,7 +14,9 @@ from django.urls import path, reverse
 from django.views.decorators.debug import sensitive_post_parameters
 
 from annotator.access import is_worker
+from annotator.addresses import client_address
 from annotator.errors import ApplicationError
+from annotator.selectors.logins import login_failures_since_last_login
 from annotator.services.accounts.workers import worker_signup
 
 
@@ -44,13 +46,14 @@ class SignupForm(forms.Form):
 
 
 def _signup_rate_wait(request) -> int:
-    """Seconds until this address may try another sign-up (0: now). A sign-up must say whether a user name is
-    free, so it is the tries that are limited: SIGNUP_RATE_PER_HOUR per address, counted in the cache."""
+    """Seconds until this address may try another sign-up (0: now). A valid sign-up must say whether a user
+    name is free, so it is the tries that are limited: SIGNUP_RATE_PER_HOUR per client address
+    (annotator.addresses), counted in the cache."""
     limit = settings.SIGNUP_RATE_PER_HOUR
     if limit <= 0:
         return 0
     window = int(time.time() // 3600)
-    key = f"signup-tries:{request.META.get('REMOTE_ADDR', '')}:{window}"
+    key = f"signup-tries:{client_address(request)}:{window}"
     cache.add(key, 0, timeout=3600)
     tries = cache.incr(key)
     return 0 if tries <= limit else 3600 - int(time.time() % 3600)
@@ -112,6 +115,20 @@ class LoginView(auth_views.LoginView):
         if is_worker(self.request.user):
             return reverse("work_home")
         return super().get_success_url()
+
+    def form_valid(self, form):
+        """Log in, and tell the owner about failed log-ins for their name since their last one (no e-mail)."""
+        failures = login_failures_since_last_login(user=form.get_user())
+        response = super().form_valid(form)
+        if failures:
+            attempts = "attempt" if failures == 1 else "attempts"
+            messages.warning(
+                self.request,
+                f"{failures} failed log-in {attempts} on your account since your last log-in. "
+                "If that was not you, someone tried to guess your password; a long password you use nowhere "
+                "else keeps them out.",
+            )
+        return response
 
     def form_invalid(self, form):
         response = super().form_invalid(form)

@@ -22,21 +22,25 @@ MADE_BY_OPERATORS = (Role.REQUESTER, Role.RESEARCHER)
 
 
 def credentials_check(*, username: str, password: str, email: str = ""):
-    """A new account's user name and password, checked: returns the unsaved User (400 when refused)."""
+    """A new account's user name and password, checked: returns the unsaved User (400 when refused).
+
+    The shape of the name and the password are checked before whether the name is taken."""
     username = (username or "").strip()
     if not USERNAME_PATTERN.match(username):
         raise ApplicationError(
             "Choose a user name of 3 to 150 letters, digits or . @ + - _ characters.", extra={"field": "username"}
         )
     User = get_user_model()
-    if User.objects.filter(username__iexact=username).exists():
-        raise ApplicationError(USERNAME_TAKEN, extra={"field": "username"})
     candidate = User(username=username, email=(email or "").strip())
     try:
         password_validation.validate_password(password, user=candidate)
     except ValidationError as error:
         extra = {"field": "password", "errors": error.messages}
         raise ApplicationError(" ".join(error.messages), extra=extra) from error
+    # Last: whether a name is taken is said only to a request that is valid in every other way, so probing
+    # names costs a whole valid sign-up each (and sign-ups are limited per address).
+    if User.objects.filter(username__iexact=username).exists():
+        raise ApplicationError(USERNAME_TAKEN, extra={"field": "username"})
     return candidate
 
 
