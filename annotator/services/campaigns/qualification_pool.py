@@ -24,6 +24,10 @@ DIRECTION_KIND["i2i"] = PairKind.IMAGE_IMAGE
 LOW = (1 << 32) - 1
 # How many random pairs are drawn per wanted negative before giving up (a dense ranking rules many out).
 NEGATIVE_DRAWS = 20
+# At most this share of a campaign's originals that an annotator pooled is reserved for the pool: each one
+# reserved is an original pair the crowd does not check in this campaign (on ten photos of five captions,
+# 12 of 50 rather than 20).
+RESERVED_POOLED_SHARE = 0.25
 
 
 def pair_key(kind: str, first: int, second: int) -> int:
@@ -116,10 +120,11 @@ def _reserve_positives(
 ) -> list[int]:
     """Up to `wanted` original pairs for the pool, at most half of all (HIT gold positives come from the same
     supply), no caption twice: those no annotator pooled first (they cost the HITs nothing), then pooled
-    ones, which the build then keeps out of the HITs. Taken one image at a time in turn, so every query
-    loses at most a candidate or two."""
+    ones, at most RESERVED_POOLED_SHARE of all, which the build then keeps out of the HITs. Taken one image
+    at a time in turn, so every query loses at most a candidate or two."""
     total = sum(len(keys) for keys in by_image.values())
     wanted = min(wanted, total // 2)
+    pooled_left = int(total * RESERVED_POOLED_SHARE)
     images = sorted(by_image)
     rng.shuffle(images)
     order = []  # (pooled, turn, image's place, key): unpooled first, one per image per turn
@@ -131,13 +136,14 @@ def _reserve_positives(
             order += [(is_pooled, turn, place, key) for turn, key in enumerate(of_kind)]
     chosen: list[int] = []
     used: set[int] = set()
-    for *_rest, key in sorted(order):
-        if len(chosen) == wanted:
+    for is_pooled, _turn, _place, key in sorted(order):
+        if len(chosen) == wanted or (is_pooled and not pooled_left):
             break
         captions = _captions_of(kind, key)
         if not used.intersection(captions):
             chosen.append(key)
             used.update(captions)
+            pooled_left -= is_pooled
     return chosen
 
 
