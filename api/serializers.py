@@ -107,6 +107,10 @@ class CampaignSerializer(serializers.ModelSerializer):
         help_text="Spend so far in cents: approved, pending (submitted, not decided), fees, total, the budget "
         "and what is left of it, and whether one more assignment would pass it."
     )
+    qualification_pool = serializers.SerializerMethodField(
+        help_text="The qualification pool: its size, positives and negatives, how often its items were shown, "
+        "and `warning` (empty when none) when it is one-sided, unbalanced or too small for the tests."
+    )
 
     class Meta:
         model = Campaign
@@ -141,6 +145,9 @@ class CampaignSerializer(serializers.ModelSerializer):
             "qualification_items",
             "qualification_pass_mark",
             "qualification_cooldown_minutes",
+            "qualification_pool_size",
+            "qualification_positive_share",
+            "qualification_pool",
             "strict_gold",
             "similarity_gold_threshold",
             "gold_fail_action",
@@ -168,6 +175,11 @@ class CampaignSerializer(serializers.ModelSerializer):
         from annotator.selectors.spend import campaign_spend
 
         return campaign_spend(campaign=campaign)
+
+    def get_qualification_pool(self, campaign) -> dict:
+        from annotator.selectors.gold_exposure import qualification_pool_summary
+
+        return qualification_pool_summary(campaign=campaign)
 
 
 class LabelCountSerializer(serializers.Serializer):

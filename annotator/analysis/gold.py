@@ -32,6 +32,50 @@ def gold_score_right(*, role: str, score: float | None, threshold: float) -> boo
     return score < threshold
 
 
+# The qualification pass rule. The score is balanced accuracy: the mean of the accuracy on matching items and
+# the accuracy on non-matching items. Answering the same to everything scores exactly 0.5 on a test holding
+# both, so a pass mark must be above 0.5 (annotator.services.campaigns.options checks it).
+QUALIFICATION_PASS_MARK_ABOVE = 0.5
+
+
+def qualification_score(*, right_by_role: dict[str, tuple[int, int]]) -> float:
+    """Balanced accuracy of a qualification attempt: `right_by_role` maps a role to (right, asked); roles not
+    asked do not count. 1.0 when nothing was counted (every item left the pool since the attempt began)."""
+    rates = [right / asked for right, asked in right_by_role.values() if asked]
+    return sum(rates) / len(rates) if rates else 1.0
+
+
+def qualification_passed(*, score: float, pass_mark: float) -> bool:
+    """Whether a qualification score passes the campaign's mark."""
+    return score >= pass_mark
+
+
+def qualification_pool_warning(
+    *, positives: int, negatives: int, test_items: int, min_share: float, max_share: float
+) -> str:
+    """What the requester should hear before launch about a qualification pool, or "" when it is fine.
+
+    One-sided (no matching or no non-matching pairs): answering the same to everything passes. Unbalanced:
+    the matching share is outside [min_share, max_share]. Too small: fewer pairs than two tests need (a
+    retake would show items again)."""
+    size = positives + negatives
+    counts = f"{size} pairs: {positives} positive, {negatives} negative"
+    if test_items <= 0:
+        return ""
+    if size == 0:
+        return "The qualification pool is empty, so workers take no test before their first HIT."
+    if not positives or not negatives:
+        return f"The qualification pool is one-sided ({counts}): a worker who answers the same to everything passes."
+    if not min_share - 1e-9 <= positives / size <= max_share + 1e-9:
+        return (
+            f"The qualification pool is unbalanced ({counts}): keep matching pairs between "
+            f"{min_share:.0%} and {max_share:.0%}."
+        )
+    if size < 2 * test_items:
+        return f"The qualification pool is small ({counts}) for tests of {test_items} items: retakes repeat items."
+    return ""
+
+
 def too_fast(*, seconds: list[float], min_seconds_per_item: float) -> bool:
     """Implausibly fast: the median time per item is below the campaign's minimum."""
     if not seconds or min_seconds_per_item <= 0:

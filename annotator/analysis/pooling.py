@@ -174,6 +174,30 @@ def pool_candidates(rows: CandidateRows, *, direction: str, query_order: np.ndar
     )
 
 
+def pool_without(pool: Pool, keys) -> Pool:
+    """`pool` without the pairs whose keys are in `keys` (and their sources), the order kept. Proposals still
+    count them: an annotator did propose them."""
+    drop = np.isin(pool.keys, np.asarray(sorted(keys), dtype=np.int64))
+    if not drop.any():
+        return pool
+    kept = np.flatnonzero(~drop)
+    new_index = np.full(len(pool.keys), -1, dtype=np.int64)
+    new_index[kept] = np.arange(len(kept))
+    source_kept = ~drop[pool.source_pair] if len(pool.source_pair) else np.zeros(0, dtype=bool)
+    return Pool(
+        direction=pool.direction,
+        keys=pool.keys[kept],
+        first=pool.first[kept],
+        second=pool.second[kept],
+        query=pool.query[kept],
+        source_pair=new_index[pool.source_pair[source_kept]],
+        source_run=pool.source_run[source_kept],
+        source_rank=pool.source_rank[source_kept],
+        source_score=pool.source_score[source_kept],
+        proposals=pool.proposals,
+    )
+
+
 def exclusion_keys(rows: CandidateRows, *, direction: str, depth: int) -> np.ndarray:
     """Keys of every pair that some annotator ranks in its top `depth` for the pair's query (sorted)."""
     mask = rows.rank <= depth

@@ -54,6 +54,11 @@ class GoldFailAction(models.TextChoices):
 CXC_POSITIVE_AT = {"t2t": 3.0, "i2i": 2.5, "i2t": 3.0, "t2i": 3.0, "both": 3.0}
 
 # The label models a campaign may choose (AggregationMethod values; `mean` is the similarity scale's).
+# The qualification pool's share of matching pairs: a requester may choose within these bounds, so every
+# test holds both kinds and answering the same to everything cannot pass (annotator.analysis.gold).
+QUALIFICATION_SHARE_MIN = 0.3
+QUALIFICATION_SHARE_MAX = 0.7
+QUALIFICATION_SHARE_DEFAULT = 0.5
 LABEL_MODELS = ["posterior", "dawid_skene", "glad", "mace", "wawa", "majority", "gold_weighted", "mean"]
 
 
@@ -108,6 +113,12 @@ class Campaign(models.Model):
     # Pairs set aside at build time for the qualification test only: never in a HIT, so taking the test
     # teaches a worker nothing about the HITs' gold. Retakes draw items the worker has not seen.
     qualification_pool_size = models.PositiveIntegerField(default=40)
+    # The share of matching pairs (originals) in the pool and in every test, whatever the annotators rank
+    # (annotator.services.campaigns.qualification_pool); the rest are sure non-matching pairs.
+    qualification_positive_share = models.FloatField(
+        default=QUALIFICATION_SHARE_DEFAULT,
+        validators=[MinValueValidator(QUALIFICATION_SHARE_MIN), MaxValueValidator(QUALIFICATION_SHARE_MAX)],
+    )
     # A HIT gold pair seen by this many workers is retired: the HITs nobody has opened yet get a fresh one.
     gold_max_exposure = models.PositiveIntegerField(default=6, validators=[MinValueValidator(1)])
     # Quality policy.
@@ -165,6 +176,13 @@ class Campaign(models.Model):
             ),
             models.CheckConstraint(
                 condition=Q(budget_cents__isnull=True) | Q(budget_cents__gte=1), name="campaign_budget_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    qualification_positive_share__gte=QUALIFICATION_SHARE_MIN,
+                    qualification_positive_share__lte=QUALIFICATION_SHARE_MAX,
+                ),
+                name="campaign_qualification_share_range",
             ),
         ]
 

@@ -1,9 +1,13 @@
-"""Reads about gold exposure, for the requester's campaign page and simulate_crowd. Never for a worker."""
+"""Reads about gold exposure and the qualification pool, for the requester's campaign page, the API and
+simulate_crowd. Never for a worker."""
 
 from collections import defaultdict
 
+from annotator.analysis.gold import qualification_pool_warning
 from annotator.analysis.gold_exposure import per_worker_exposure
 from annotator.models import (
+    QUALIFICATION_SHARE_MAX,
+    QUALIFICATION_SHARE_MIN,
     Assignment,
     Campaign,
     GoldRetirement,
@@ -74,14 +78,24 @@ def gold_exposure_per_worker(*, campaign: Campaign) -> dict[int, dict]:
 
 
 def qualification_pool_summary(*, campaign: Campaign) -> dict:
-    """For the requester: the pool's size by role, how often its items were shown, how many were withdrawn."""
+    """For the requester: the pool's size by role, how often its items were shown, how many were withdrawn,
+    and a warning ("" when none) when the pool is one-sided, unbalanced or too small for the tests."""
     items = list(QualificationItem.objects.filter(campaign=campaign).values("role", "times_shown", "withdrawn"))
     active = [item for item in items if not item["withdrawn"]]
     shown = sorted(item["times_shown"] for item in active)
+    positives = sum(1 for item in active if item["role"] == QualificationRole.GOLD_POSITIVE)
+    negatives = len(active) - positives
     return {
         "size": len(active),
-        "positives": sum(1 for item in active if item["role"] == QualificationRole.GOLD_POSITIVE),
-        "negatives": sum(1 for item in active if item["role"] == QualificationRole.GOLD_NEGATIVE),
+        "positives": positives,
+        "negatives": negatives,
+        "warning": qualification_pool_warning(
+            positives=positives,
+            negatives=negatives,
+            test_items=campaign.qualification_items,
+            min_share=QUALIFICATION_SHARE_MIN,
+            max_share=QUALIFICATION_SHARE_MAX,
+        ),
         "withdrawn": len(items) - len(active),
         "never_shown": sum(1 for n in shown if n == 0),
         "max_shown": shown[-1] if shown else 0,

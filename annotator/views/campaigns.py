@@ -80,6 +80,7 @@ FIELDSETS = [
             "qualification_pass_mark",
             "qualification_cooldown_minutes",
             "qualification_pool_size",
+            "qualification_positive_share",
             "gold_max_exposure",
             "strict_gold",
             "similarity_gold_threshold",
@@ -116,6 +117,7 @@ DEFAULTED = (
     "settle_min_answers",
     "max_answers_per_pair",
     "gold_light_share",
+    "qualification_positive_share",
 )
 HELP = {
     "direction": "Both = ECCV's two stages: image-to-caption HITs first, then caption-to-image HITs.",
@@ -135,7 +137,11 @@ HELP = {
     "pool_depth": "Each annotator's top k per query goes into the pool (ECCV: 5).",
     "gold_exclusion_depth": "Gold negatives are in no annotator's top this many for their query (ECCV: 25).",
     "gold_reuse_limit": "A gold pair appears in at most this many HITs.",
+    "qualification_pass_mark": "Above 0.5: the mean of the accuracy on matching and on non-matching items, so "
+    "answering the same to everything scores 0.5 and fails.",
     "qualification_pool_size": "Pairs set aside for the qualification test only; never shown in a HIT.",
+    "qualification_positive_share": "The share of matching pairs in the qualification pool and in every test "
+    "(0.3 to 0.7); the rest are sure non-matching pairs.",
     "gold_max_exposure": "A HIT gold pair seen by this many workers is replaced in the HITs nobody has opened.",
     "redundancy": "Distinct workers per HIT, 1 to 9.",
     "reward_cents": "Paid per approved HIT, in cents.",
@@ -369,6 +375,7 @@ def campaign_confirm(request, campaign_id: int, action: str):
         "hits": hits,
         "cost": campaign_cost(campaign=campaign, hits=hits),
         "spend": campaign_spend(campaign=campaign),
+        "qualification_pool": qualification_pool_summary(campaign=campaign),
     }
     return render(request, "campaigns/confirm.html", context)
 

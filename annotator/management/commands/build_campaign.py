@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotator.errors import ApplicationError
 from annotator.models import CampaignDirection, Dataset, RankingRun, Sampling, Scale
 from annotator.selectors.campaigns import campaign_statistics
+from annotator.selectors.gold_exposure import qualification_pool_summary
 from annotator.services.campaigns.build import campaign_build
 from annotator.services.campaigns.lifecycle import campaign_create, campaign_launch
 
@@ -22,8 +23,11 @@ INT_OPTIONS = (
     "reward_cents",
     "lease_minutes",
     "max_hits_per_worker",
+    "qualification_items",
+    "qualification_pool_size",
 )
 FLOAT_OPTIONS = (
+    "qualification_positive_share",
     "sample_fraction",
     "platform_fee_percent",
     "cocaption_share",
@@ -103,6 +107,10 @@ class Command(BaseCommand):
             f"  cost ${stats['cost']['total_cents'] / 100:.2f} (fee {stats['cost']['fee_percent']}%), "
             f"about {stats['duration']['hours']} h with {stats['duration']['active_workers']} workers"
         )
+        pool = qualification_pool_summary(campaign=campaign)
+        write(f"  qualification pool {pool['size']} pairs ({pool['positives']} positive, {pool['negatives']} negative)")
+        if pool["warning"]:
+            write(self.style.WARNING(f"  warning: {pool['warning']}"))
         write(f"  built in {campaign.build_report.get('build_seconds')} s")
 
     def _owner(self, username, dataset):

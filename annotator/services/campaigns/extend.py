@@ -148,7 +148,7 @@ def campaign_extend(
 ) -> dict:
     """Pool `pool_run_ids` for each stage's queries, create the new pairs and their sources, pack the new
     candidates into new HITs with gold. Existing pairs only gain PairSource rows. Returns counts per stage.
-    `withheld` pair keys (the qualification pool) are never chosen as gold.
+    `withheld` pair keys (the qualification pool) are never asked in a HIT, as candidates or as gold.
 
     The caller holds the campaign's row lock inside a transaction."""
     state, next_index = _packing_state(campaign)
@@ -161,6 +161,7 @@ def campaign_extend(
         all_run_ids=all_run_ids,
         index=index,
         timings=timings,
+        withheld=withheld,
     )
     clock = time.perf_counter()
     for stage_pool in pooled:

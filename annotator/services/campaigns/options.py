@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 
+from annotator.analysis.gold import QUALIFICATION_PASS_MARK_ABOVE
 from annotator.errors import ApplicationError
 from annotator.models import Campaign, CampaignDirection, Dataset, RankingRun, RunStatus, Sampling, Scale
 
@@ -39,6 +40,7 @@ OPTION_FIELDS = (
     "qualification_pass_mark",
     "qualification_cooldown_minutes",
     "qualification_pool_size",
+    "qualification_positive_share",
     "gold_max_exposure",
     "strict_gold",
     "similarity_gold_threshold",
@@ -74,6 +76,7 @@ BUILD_FIELDS = (
     "gold_reuse_limit",
     "redundancy",
     "qualification_pool_size",
+    "qualification_positive_share",
     "gold_light_share",
 )
 
@@ -113,6 +116,11 @@ def check_options(*, campaign: Campaign, runs: list[RankingRun]) -> None:
         errors.append(f"A HIT holds at most {MAX_HIT_SIZE} items.")
     if campaign.gold_reuse_limit < 1:
         errors.append("The gold reuse limit must be at least 1.")
+    if campaign.qualification_items and not QUALIFICATION_PASS_MARK_ABOVE < campaign.qualification_pass_mark <= 1:
+        errors.append(
+            "The qualification pass mark must be above 0.5 and at most 1: a worker who gives the same answer to "
+            "everything scores 0.5."
+        )
     if campaign.direction in (CampaignDirection.T2T, CampaignDirection.I2I) and campaign.scale != Scale.SIMILARITY:
         errors.append("Caption-caption and image-image pairs are rated on the similarity (0-5) scale.")
     if campaign.direction == CampaignDirection.I2I and campaign.gold_positives_per_hit:

@@ -13,7 +13,14 @@ import numpy as np
 from django.db import connection
 
 from annotator.analysis.cxc_sampling import OTHER_MODALITY_KINDS, cxc_sample
-from annotator.analysis.pooling import DIRECTION_SPACES, CandidateRows, Pool, exclusion_keys, pool_candidates
+from annotator.analysis.pooling import (
+    DIRECTION_SPACES,
+    CandidateRows,
+    Pool,
+    exclusion_keys,
+    pool_candidates,
+    pool_without,
+)
 from annotator.errors import ApplicationError
 from annotator.models import Campaign, Candidate, Caption, Image, RankingRun, Sampling
 
@@ -107,9 +114,11 @@ def pool_stages(
     all_run_ids: list[int],
     index: DatasetIndex,
     timings: dict[str, float],
+    withheld: frozenset[int] = frozenset(),
 ) -> list[StagePool]:
     """Pool the top `pool_depth` of `pool_run_ids` for each stage's queries; every run's rows (`all_run_ids`)
-    decide which pairs gold negatives must avoid. Adds the seconds spent to `timings`."""
+    decide which pairs gold negatives must avoid. `withheld` pairs (the qualification pool) are left out of
+    the pools, so no HIT asks them. Adds the seconds spent to `timings`."""
     max_rank = max(campaign.pool_depth, campaign.gold_exclusion_depth if campaign.gold_negatives_per_hit else 0)
     if campaign.gold_light_share > 0:
         max_rank = max(max_rank, campaign.pool_depth + DEEPER_RANKS)
@@ -133,6 +142,8 @@ def pool_stages(
                 deeper = pool_rows.select(
                     (pool_rows.rank > campaign.pool_depth) & (pool_rows.rank <= campaign.pool_depth + DEEPER_RANKS)
                 )
+        if withheld:
+            pool = pool_without(pool, withheld)
         excluded = np.empty(0, dtype=np.int64)
         if campaign.gold_negatives_per_hit:
             excluded = exclusion_keys(rows, direction=direction, depth=campaign.gold_exclusion_depth)

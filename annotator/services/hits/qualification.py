@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotator.analysis.gold import gold_choice_right, gold_score_right
+from annotator.analysis.gold import gold_choice_right, gold_score_right, qualification_passed, qualification_score
 from annotator.errors import ApplicationError
 from annotator.models import (
     Campaign,
@@ -42,8 +42,9 @@ def _cooldown_left(*, campaign: Campaign, worker: Worker, now) -> float:
 
 
 def _pick_items(*, campaign: Campaign, worker: Worker, attempt_number: int) -> list[int]:
-    """Qualification item ids for a new attempt: balanced positives and negatives, items this worker has
-    not been shown first, then the least shown; ties broken by a seeded shuffle."""
+    """Qualification item ids for a new attempt: positives in the campaign's share, items this worker has
+    not been shown first, then the least shown; ties broken by a seeded shuffle. The pool holds no caption
+    twice (annotator.services.campaigns.qualification_pool), so neither does a test."""
     shown_before = set()
     for items in QualificationAttempt.objects.filter(campaign=campaign, worker=worker).values_list("items", flat=True):
         shown_before.update(items or [])
@@ -56,8 +57,12 @@ def _pick_items(*, campaign: Campaign, worker: Worker, attempt_number: int) -> l
     positives = [pk for pk, role, _n in pool if role == QualificationRole.GOLD_POSITIVE]
     negatives = [pk for pk, role, _n in pool if role == QualificationRole.GOLD_NEGATIVE]
     wanted = min(campaign.qualification_items, len(pool))
-    # Balanced: about half positives and half negatives, so "always yes" cannot pass.
-    take_pos = min(len(positives), max(wanted - len(negatives), math.ceil(wanted / 2)))
+    # The pool's share of matching items, and at least one of each role where the pool has both, so the
+    # balanced score (annotator.analysis.gold.qualification_score) sees both.
+    take_pos = min(len(positives), max(wanted - len(negatives), round(wanted * campaign.qualification_positive_share)))
+    if negatives and wanted > 1:
+        take_pos = min(take_pos, wanted - 1)
+    take_pos = max(take_pos, 1 if positives else 0)
     take_neg = min(len(negatives), wanted - take_pos)
     chosen = positives[:take_pos] + negatives[:take_neg]
     rng.shuffle(chosen)
@@ -144,20 +149,21 @@ def qualification_submit(
                 extra={"missing": missing},
             )
         roles = dict(QualificationItem.objects.filter(pk__in=locked.items).values_list("pk", "role"))
-        right = 0
+        right_by_role = {role: [0, 0] for role in QualificationRole.values}
         for index, pair_id in enumerate(locked.items):
             role = roles.get(pair_id)
             value = cleaned[str(index)]
             if role is None:
                 continue  # the item left the pool since the attempt started (a rebuild): not counted
             if campaign.scale == Scale.SIMILARITY:
-                right += gold_score_right(role=role, score=value, threshold=campaign.similarity_gold_threshold)
+                right = gold_score_right(role=role, score=value, threshold=campaign.similarity_gold_threshold)
             else:
-                right += gold_choice_right(role=role, choice=value, strict=campaign.strict_gold)
-        counted = sum(1 for pair_id in locked.items if pair_id in roles)
+                right = gold_choice_right(role=role, choice=value, strict=campaign.strict_gold)
+            right_by_role[role][0] += int(right)
+            right_by_role[role][1] += 1
         locked.answers = cleaned
-        locked.score = (right / counted) if counted else 1.0
-        locked.passed = locked.score >= campaign.qualification_pass_mark
+        locked.score = qualification_score(right_by_role={role: tuple(n) for role, n in right_by_role.items()})
+        locked.passed = qualification_passed(score=locked.score, pass_mark=campaign.qualification_pass_mark)
         locked.finished_at = now
         locked.save(update_fields=["answers", "score", "passed", "finished_at"])
         return locked

@@ -21,6 +21,7 @@ from annotator.analysis.pooling import (
     exclusion_keys,
     overlap_matrix,
     pool_candidates,
+    pool_without,
     sample_queries,
 )
 
@@ -60,6 +61,19 @@ def test_pool_removes_duplicates_across_runs_and_keeps_each_runs_rank():
     assert sources[(10, 101, 1)] == (2, 0.8) and sources[(10, 101, 2)] == (1, 0.95)
     assert (10, 100, 2) not in sources  # run 2 ranked it 3rd, deeper than the pool
     assert len(sources) == 6
+
+
+def test_pool_without_drops_withheld_pairs_and_their_sources_and_keeps_the_order():
+    data = rows((1, 10, 100, 1, 0.9), (2, 10, 100, 2, 0.8), (1, 10, 101, 2, 0.7), (1, 11, 102, 1, 0.6))
+    pool = pool_candidates(data, direction="i2t", query_order=np.array([10, 11]), depth=5)
+    withheld = int(encode_keys(np.array([10]), np.array([100]))[0])
+    kept = pool_without(pool, {withheld})
+    assert withheld not in kept.keys.tolist() and len(kept) == len(pool) - 1
+    assert kept.keys.tolist() == [k for k in pool.keys.tolist() if k != withheld]
+    assert kept.query.tolist() == [10, 11]
+    sources = sorted((int(kept.keys[p]), int(r)) for p, r in zip(kept.source_pair, kept.source_run, strict=True))
+    assert sources == sorted((k, 1) for k in kept.keys.tolist())  # run 2's source of the withheld pair is gone
+    assert kept.proposals == pool.proposals and pool_without(pool, set()) is pool
 
 
 def test_t2i_keys_put_the_image_first_and_symmetric_pairs_merge():
