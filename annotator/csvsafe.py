@@ -28,14 +28,14 @@ import re
 from collections.abc import Iterable
 from typing import IO, Any
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+FORMULA_STARTS = frozenset("=+-@\t\r\n")
 _PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def csv_cell(value: Any) -> Any:
     """`value` as a cell no spreadsheet evaluates: text starting with FORMULA_STARTS gets a leading `'`,
     unless it is a plain number; numbers, None and everything else are returned unchanged."""
-    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS) or _PLAIN_NUMBER.fullmatch(value):
+    if not isinstance(value, str) or value[:1] not in FORMULA_STARTS or _PLAIN_NUMBER.fullmatch(value):
         return value
     return "'" + value
 
@@ -45,18 +45,23 @@ class SafeCsvWriter:
 
     csv.writer quotes a cell only for the characters of its own line terminator: with `lineterminator="\n"`
     a carriage return inside a caption is written bare, and a spreadsheet starts a new row there, whose
-    first cell (`a dog\r=HYPERLINK(...)`) it evaluates. So rows are formatted with "\r\n" (which quotes
-    both) and end with the terminator asked for.
+    first cell (`a dog\r=HYPERLINK(...)`) it evaluates. So a row with such a cell is formatted with "\r\n"
+    (which quotes both) and ends with the terminator asked for.
     """
 
     def __init__(self, out: IO[str], **options):
         self._out = out
-        self._buffer = io.StringIO()
         self._terminator = options.pop("lineterminator", "\r\n")
-        self._writer = csv.writer(self._buffer, lineterminator="\r\n", **options)
+        self._writer = csv.writer(out, lineterminator=self._terminator, **options)
+        self._bare = "\r" not in self._terminator or "\n" not in self._terminator  # a break it would not quote
+        self._buffer = io.StringIO()
+        self._quoting = csv.writer(self._buffer, lineterminator="\r\n", **options)
 
     def writerow(self, row: Iterable[Any]) -> int:
-        self._writer.writerow([csv_cell(value) for value in row])
+        cells = [csv_cell(value) for value in row]
+        if not (self._bare and any(isinstance(c, str) and ("\r" in c or "\n" in c) for c in cells)):
+            return self._writer.writerow(cells)
+        self._quoting.writerow(cells)
         line = self._buffer.getvalue()[:-2] + self._terminator
         self._buffer.seek(0)
         self._buffer.truncate()

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from annotator import models
 from annotator.analysis.scorecard import METRICS
-from annotator.csvsafe import csv_cell
+from annotator.csvsafe import csv_cell, csv_writer
 from annotator.selectors.agreement import worker_statistics_csv
 from annotator.selectors.leaderboard import evaluations_csv
 from annotator.services.exports.write import labels_write
@@ -125,6 +125,18 @@ def test_a_cell_a_spreadsheet_would_evaluate_is_quoted(value):
 )
 def test_numbers_and_ordinary_text_are_written_as_they_are(value):
     assert csv_cell(value) == value
+
+
+@pytest.mark.parametrize("terminator", ["\n", "\r\n"])
+def test_a_line_break_inside_a_cell_is_quoted_whatever_the_line_terminator(terminator):
+    """csv.writer leaves a bare CR unquoted under lineterminator="\\n"; a spreadsheet would start a row there."""
+    out = io.StringIO()
+    writer = csv_writer(out, lineterminator=terminator)
+    writer.writerow(["a dog\r=1+1", -0.5])
+    writer.writerow(["a cat\n@SUM(A1)", 2])
+    assert out.getvalue() == f'"a dog\r=1+1",-0.5{terminator}"a cat\n@SUM(A1)",2{terminator}'
+    rows = list(csv.reader(io.StringIO(out.getvalue(), newline="")))
+    assert rows == [["a dog\r=1+1", "-0.5"], ["a cat\n@SUM(A1)", "2"]]
 
 
 def test_labels_csv(dataset):
