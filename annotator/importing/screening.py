@@ -1,7 +1,8 @@
 """Screening an upload before anything of it is stored: hostile files get a clear 4xx, not a failed import.
 
-Everything here reads the zip's central directory and the headers of its images, and streams the caption
-file once; nothing is extracted or decoded in full. What it refuses:
+Everything here reads the zip's central directory and the headers of its images, streams the caption file
+once and reads its first records again; nothing is extracted, and only the first SCREEN_IMAGES images the
+caption file names are decoded in full (in memory, under the limits already checked). What it refuses:
 - a zip with more than IMPORT_MAX_ZIP_MEMBERS members, more than IMPORT_MAX_UNZIPPED_BYTES unpacked (413),
   a member packed more than IMPORT_MAX_ZIP_RATIO times (a zip bomb), a member over IMPORT_MAX_IMAGE_BYTES;
 - member names that climb out (`../`, an absolute path, a drive letter), symbolic links, encrypted members;
