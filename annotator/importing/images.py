@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import struct
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -122,7 +123,10 @@ def sniff_format(head: bytes) -> str | None:
     allowed = allowed_formats()
     for fmt in [*allowed, *(f for f in PILImage.OPEN if f not in allowed)]:
         _factory, accept = PILImage.OPEN.get(fmt, (None, None))
-        verdict = accept(prefix) if accept else False
+        try:
+            verdict = accept(prefix) if accept else False
+        except (struct.error, IndexError, ValueError, TypeError):  # some checks read past a few-byte file
+            verdict = False
         if verdict and not isinstance(verdict, str):  # a str is Pillow's reason for refusing
             return fmt
     return None

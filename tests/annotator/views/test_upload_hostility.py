@@ -131,6 +131,7 @@ HOSTILE = {
         lambda: files(images=zipped({"1.svg": SVG}), captions=coco_naming("1.svg")),
         "1.svg&#x27; (images[0] of &#x27;captions.json&#x27;) is not a readable image: it is HTML, SVG",
     ),
+    "three-byte png": (lambda: files(images=zipped({"1.png": b"abc"})), "1.png&#x27; is not a readable image"),
     "truncated png": (
         lambda: files(images=zipped({"1.png": png_bytes(size=(300, 200))[:80]})),
         "is corrupt or truncated",
