@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import struct
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from PIL import Image as PILImage
 from PIL import UnidentifiedImageError
 
 EXTENSIONS = {"JPEG": ".jpg", "PNG": ".png", "WEBP": ".webp", "GIF": ".gif", "BMP": ".bmp", "TIFF": ".tif"}
+SNIFF_BYTES = 16  # the prefix Pillow's Image.open reads to pick a format
 
 
 class ImageProblem(Exception):
@@ -50,12 +52,13 @@ class ZipImages:
     (a zip of `val2014/` holds `val2014/COCO_val2014_...jpg` for the COCO file_name `COCO_val2014_...jpg`).
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path, label: str | None = None):
+        """`path`: a zip file's path, or an open binary file (an upload) named by `label`."""
+        self.label = label or Path(path).name  # what the person uploaded, not where the server keeps it
         try:
             self.zip = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as exc:
-            raise ImageProblem(f"{path.name} is not a readable zip file ({exc})") from exc
-        self.label = path.name  # what the person uploaded, not where the server keeps it
+            raise ImageProblem(f"{self.label} is not a readable zip file ({exc})") from exc
         self.members = {info.filename: info for info in self.zip.infolist() if not info.is_dir()}
         tops = {PurePosixPath(name).parts[0] for name in self.members if len(PurePosixPath(name).parts) > 1}
         flat = any(len(PurePosixPath(name).parts) == 1 for name in self.members)
@@ -106,7 +109,45 @@ class CheckedImage:
     height: int
 
 
+def allowed_formats() -> list[str]:
+    return [fmt.upper() for fmt in settings.IMPORT_ALLOWED_FORMATS]
+
+
+def sniff_format(head: bytes) -> str | None:
+    """The image format whose magic bytes `head` begins with (the allowed ones tried first), or None.
+
+    Pillow's own signature checks (the `accept` of each format plugin, what Image.open tries), so an
+    HTML page or an SVG named `.jpg` is told apart from a JPEG by its first bytes, before any decoding."""
+    PILImage.init()
+    prefix = head[:SNIFF_BYTES]
+    allowed = allowed_formats()
+    for fmt in [*allowed, *(f for f in PILImage.OPEN if f not in allowed)]:
+        _factory, accept = PILImage.OPEN.get(fmt, (None, None))
+        try:
+            verdict = accept(prefix) if accept else False
+        except (struct.error, IndexError, ValueError, TypeError):  # some checks read past a few-byte file
+            verdict = False
+        if verdict and not isinstance(verdict, str):  # a str is Pillow's reason for refusing
+            return fmt
+    return None
+
+
+def sniff_problem(head: bytes) -> str | None:
+    """Why a file beginning with `head` is not an allowed image (the sentence after its name), or None."""
+    fmt = sniff_format(head)
+    if fmt is None:
+        markup = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"<"
+        return "is not a readable image" + (": it is HTML, SVG or other markup" if markup else "")
+    allowed = allowed_formats()
+    if fmt not in allowed:
+        return f"is a {fmt} image; allowed formats: {', '.join(allowed)}"
+    return None
+
+
 def _open(data: bytes) -> PILImage.Image:
+    problem = sniff_problem(data[:SNIFF_BYTES])
+    if problem is not None:
+        raise ImageProblem(problem)
     try:
         with warnings.catch_warnings():  # Pillow warns above its own limit; ours below is the one that decides
             warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)
@@ -115,7 +156,7 @@ def _open(data: bytes) -> PILImage.Image:
         raise ImageProblem(f"is refused as a decompression bomb ({exc})") from exc
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ImageProblem("is not a readable image") from exc
-    allowed = [fmt.upper() for fmt in settings.IMPORT_ALLOWED_FORMATS]
+    allowed = allowed_formats()
     if picture.format not in allowed:
         raise ImageProblem(f"is a {picture.format} image; allowed formats: {', '.join(allowed)}")
     width, height = picture.size

@@ -9,8 +9,10 @@ be parsed any further raises `MalformedFile`.
 from __future__ import annotations
 
 import csv
+import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -44,6 +46,11 @@ class Problem:
     def __str__(self) -> str:
         label = f"{self.kind} {self.source_id}" if self.source_id is not None else self.kind
         return f"{label} ({self.where}): {self.message}"
+
+
+Opener = Callable[[], AbstractContextManager]  # opens the file's bytes (the path, or an upload not yet stored)
+
+OBJECT_KEYS = ("category_id", "bbox", "segmentation", "keypoints", "iscrowd")  # COCO instances / keypoints
 
 
 class MalformedFile(Exception):
@@ -85,12 +92,13 @@ class CocoCaptionFile:
 
     format = "coco"
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, opener: Opener | None = None):
         self.path = path
+        self.opener = opener or (lambda: open(path, "rb"))
 
     def _items(self, prefix: str) -> Iterator[tuple[int, object]]:
         try:
-            with open(self.path, "rb") as handle:
+            with self.opener() as handle:
                 yield from enumerate(ijson.items(handle, prefix, use_float=True))
         except (ijson.JSONError, UnicodeDecodeError) as exc:
             raise MalformedFile(self.path, f"malformed JSON ({exc})") from exc
@@ -126,6 +134,15 @@ class CocoCaptionFile:
                 yield Problem("caption", source_id, where, "has no valid image_id")
                 continue
             text = item.get("caption")
+            if text is None and any(key in item for key in OBJECT_KEYS):
+                yield Problem(
+                    "caption",
+                    source_id,
+                    where,
+                    "is an object annotation (" + ", ".join(k for k in OBJECT_KEYS if k in item) + "), not a caption: "
+                    "this is a COCO instances or keypoints file, not a COCO captions file (captions_*.json)",
+                )
+                continue
             if not isinstance(text, str) or not text.strip():
                 yield Problem("caption", source_id, where, "has an empty caption")
                 continue
@@ -142,15 +159,16 @@ class PlainCaptionFile:
     IMAGE_KEYS = ("image", "file_name", "image_path", "path")
     CAPTION_KEYS = ("caption", "text")
 
-    def __init__(self, path: Path, format: str):
+    def __init__(self, path: Path, format: str, opener: Opener | None = None):
         self.path = path
         self.format = format
+        self.opener = opener or (lambda: open(path, "rb"))
 
     def _rows(self) -> Iterator[tuple[str, dict | None]]:
         """(where, row as dict) per data line; row None for an unparsable line."""
         reader = None
         try:
-            with open(self.path, encoding="utf-8-sig", newline="") as handle:
+            with self.opener() as raw, _as_text(raw) as handle:
                 if self.format == "jsonl":
                     for line_no, line in enumerate(handle, start=1):
                         if not line.strip():
@@ -224,14 +242,25 @@ class PlainCaptionFile:
             yield CaptionRecord(caption_id, image_id, text, where)
 
 
-def caption_file_for(path: Path) -> CocoCaptionFile | PlainCaptionFile:
+@contextmanager
+def _as_text(raw) -> Iterator[io.TextIOWrapper]:
+    """The bytes of `raw` read as UTF-8 text (a BOM skipped), leaving `raw` open for its owner to close."""
+    wrapper = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+    try:
+        yield wrapper
+    finally:
+        wrapper.detach()
+
+
+def caption_file_for(path: Path, opener: Opener | None = None) -> CocoCaptionFile | PlainCaptionFile:
+    """The reader for `path`'s suffix; `opener` reads the bytes from elsewhere (an upload) when given."""
     suffix = path.suffix.lower()
     if suffix == ".json":
-        return CocoCaptionFile(path)
+        return CocoCaptionFile(path, opener)
     if suffix in (".jsonl", ".ndjson"):
-        return PlainCaptionFile(path, "jsonl")
+        return PlainCaptionFile(path, "jsonl", opener)
     if suffix == ".csv":
-        return PlainCaptionFile(path, "csv")
+        return PlainCaptionFile(path, "csv", opener)
     raise MalformedFile(path, "unknown caption file format (use .json for COCO, .jsonl or .csv)")
 
 

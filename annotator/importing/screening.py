@@ -1,13 +1,22 @@
 """Screening an upload before anything of it is stored: hostile files get a clear 4xx, not a failed import.
 
-Everything here reads the zip's central directory and the headers of its images, and streams the caption
-file once; nothing is extracted or decoded in full. What it refuses:
+Everything here reads the zip's central directory and the headers of its images, streams the caption file
+once and reads its first records again; nothing is extracted, and only the first SCREEN_IMAGES images the
+caption file names are decoded in full (in memory, under the limits already checked). What it refuses:
 - a zip with more than IMPORT_MAX_ZIP_MEMBERS members, more than IMPORT_MAX_UNZIPPED_BYTES unpacked (413),
   a member packed more than IMPORT_MAX_ZIP_RATIO times (a zip bomb), a member over IMPORT_MAX_IMAGE_BYTES;
 - member names that climb out (`../`, an absolute path, a drive letter), symbolic links, encrypted members;
 - an image whose header declares more than IMPORT_MAX_IMAGE_PIXELS (a decompression bomb);
 - a caption file that is not UTF-8, not well-formed JSON / JSON lines / CSV, or not COCO-shaped;
-- a caption longer than IMPORT_MAX_CAPTION_CHARS, naming its line (its record in COCO JSON).
+- a caption longer than IMPORT_MAX_CAPTION_CHARS, naming its line (its record in COCO JSON);
+- a zip member named as an image (`.jpg`, `.png`, ...) whose first bytes are not those of an allowed image
+  (IMPORT_ALLOWED_FORMATS: an HTML page or an SVG named `.jpg`); and, for a dataset, the first SCREEN_IMAGES
+  images the caption file names, checked as the import will (magic bytes, Pillow open, format, pixels, a
+  full decode), so an `.svg` it names or a truncated file is refused too;
+- the first SCREEN_RECORDS records of the caption file, read by the import's own readers: the first
+  problem (a COCO instances file's object annotations, a record without a caption or an id) is a 400
+  naming the file and the line (the record). The rest is the import's validation pass, which lists every
+  offender.
 """
 
 from __future__ import annotations
@@ -19,18 +28,30 @@ import json
 import stat
 import warnings
 import zipfile
-from pathlib import PurePosixPath
+from contextlib import contextmanager
+from itertools import islice
+from pathlib import Path, PurePosixPath
 
 import ijson
 from django.conf import settings
 from PIL import Image as PILImage
 
 from annotator.errors import ApplicationError
-from annotator.importing.readers import PlainCaptionFile, caption_too_long
+from annotator.importing.images import (
+    SNIFF_BYTES,
+    ImageProblem,
+    ZipImages,
+    check_image,
+    read_checked_bytes,
+    sniff_problem,
+)
+from annotator.importing.readers import MalformedFile, PlainCaptionFile, Problem, caption_file_for, caption_too_long
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"}
 HEADER_BYTES = 64 * 1024
 SMALL_MEMBER = 1024 * 1024  # members this small are never called bombs, whatever their ratio
+SCREEN_IMAGES = 10  # images the caption file names that are decoded in full at upload
+SCREEN_RECORDS = 1000  # caption-file records read at upload; the import's validation reads them all
 
 
 def _unsafe_name(name: str) -> bool:
@@ -44,11 +65,23 @@ def _is_symlink(info: zipfile.ZipInfo) -> bool:
     return stat.S_ISLNK(info.external_attr >> 16)
 
 
-def _declared_pixels(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int | None:
-    """Width x height from the image's header (the first HEADER_BYTES), or None when Pillow cannot tell."""
+def _is_mac_metadata(name: str) -> bool:
+    """macOS's `__MACOSX/` folder and `._name` resource forks: never images, and no caption file names them."""
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    return "__MACOSX" in parts or (bool(parts) and parts[-1].startswith("._"))
+
+
+def _head(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     try:
         with archive.open(info) as member:
-            head = member.read(HEADER_BYTES)
+            return member.read(HEADER_BYTES)
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
+        raise ApplicationError(f"The zip member {info.filename!r} cannot be read ({exc}).") from exc
+
+
+def _declared_pixels(head: bytes) -> int | None:
+    """Width x height from the image's header (the first HEADER_BYTES), or None when Pillow cannot tell."""
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PILImage.DecompressionBombWarning)
             saved, PILImage.MAX_IMAGE_PIXELS = PILImage.MAX_IMAGE_PIXELS, None
@@ -106,17 +139,32 @@ def screen_images_zip(upload) -> None:
                     f"The zip member {name!r} is {info.file_size:,} bytes, over the limit of "
                     f"{settings.IMPORT_MAX_IMAGE_BYTES:,} (IMPORT_MAX_IMAGE_BYTES)."
                 )
-            if PurePosixPath(name).suffix.lower() in IMAGE_SUFFIXES:
-                pixels = _declared_pixels(archive, info)
+            if PurePosixPath(name).suffix.lower() in IMAGE_SUFFIXES and not _is_mac_metadata(name):
+                head = _head(archive, info)
+                pixels = _declared_pixels(head)
                 if pixels is not None and pixels > settings.IMPORT_MAX_IMAGE_PIXELS:
                     raise ApplicationError(
                         f"The image {name!r} declares {pixels:,} pixels, over the limit of "
                         f"{settings.IMPORT_MAX_IMAGE_PIXELS:,} (IMPORT_MAX_IMAGE_PIXELS): refused as a "
                         "decompression bomb."
                     )
+                problem = sniff_problem(head[:SNIFF_BYTES])
+                if problem is not None:
+                    raise ApplicationError(f"The zip member {name!r} {problem}; nothing was imported.")
     finally:
         archive.close()
         upload.seek(0)
+
+
+def _image_problem(read) -> str | None:
+    """What the import's full check (annotator.importing.images.check_image) says of the bytes `read()` gives."""
+    try:
+        check_image(read())
+    except ImageProblem as problem:
+        return str(problem)
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
+        return f"cannot be read from the zip ({exc})"
+    return None
 
 
 def _check_utf8(upload) -> None:
@@ -221,3 +269,53 @@ def screen_captions(upload, suffix: str) -> None:
     elif suffix == ".csv":
         _check_csv(upload)
     upload.seek(0)
+
+
+@contextmanager
+def _reopened(upload):
+    """The upload's bytes from the start, left open (the request owns the file)."""
+    upload.seek(0)
+    yield getattr(upload, "file", upload)
+
+
+def screen_caption_records(*, captions, suffix: str, images) -> None:
+    """Read the first SCREEN_RECORDS records of the caption file with the import's own reader and refuse the
+    first problem (400, naming the file and the line or record); then check the first SCREEN_IMAGES images it
+    names that the images zip holds, as the import will (magic bytes, format, pixels, a full decode).
+    Images it names that the zip lacks are left to the import (a split file may leave them out). Call after
+    screen_images_zip and screen_captions; rewinds both uploads."""
+    label = PurePosixPath(captions.name or f"captions{suffix}").name
+    reader = caption_file_for(Path(f"captions{suffix}"), opener=lambda: _reopened(captions))
+    try:
+        named = []
+        for record in islice(reader.iter_captions(), SCREEN_RECORDS):
+            if isinstance(record, Problem):
+                raise ApplicationError(f"The captions file {label!r}: {record}.", extra={"where": record.where})
+        for record in islice(reader.iter_images(), SCREEN_RECORDS):
+            if isinstance(record, Problem):
+                raise ApplicationError(f"The captions file {label!r}: {record}.", extra={"where": record.where})
+            named.append(record)
+    except MalformedFile as exc:
+        raise ApplicationError(f"The captions file {label!r} cannot be read: {exc.message}.") from exc
+    finally:
+        captions.seek(0)
+    images.seek(0)
+    source = ZipImages(images, label="the images zip")
+    try:
+        checked = 0
+        for record in named:
+            key = source.locate(record.file_name)
+            if key is None:
+                continue
+            problem = _image_problem(lambda key=key: read_checked_bytes(source, key))
+            if problem is not None:
+                raise ApplicationError(
+                    f"The image {record.file_name!r} ({record.where} of {label!r}) {problem}; nothing was imported.",
+                    extra={"where": record.where},
+                )
+            checked += 1
+            if checked >= SCREEN_IMAGES:
+                break
+    finally:
+        source.close()
+        images.seek(0)

@@ -7,12 +7,12 @@ Alpha is ordinal over the four answers and interval over the 0-5 scale. Reads on
 
 from __future__ import annotations
 
-import csv
 import io
 from collections import defaultdict
 from statistics import median
 
 from annotator.analysis.agreement import ORDINAL_CHOICES, krippendorff_alpha
+from annotator.csvsafe import csv_writer
 from annotator.models import (
     Answer,
     Assignment,
@@ -151,7 +151,7 @@ def campaign_worker_statistics(*, campaign: Campaign) -> list[dict]:
 def worker_statistics_csv(*, campaign: Campaign) -> str:
     """The per-worker statistics as CSV text (header: WORKER_CSV_COLUMNS; empty cells for unknowns)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv_writer(out, lineterminator="\n")
     writer.writerow(WORKER_CSV_COLUMNS)
     for row in campaign_worker_statistics(campaign=campaign):
         writer.writerow(["" if row[c] is None else row[c] for c in WORKER_CSV_COLUMNS])

@@ -7,7 +7,6 @@ table compares the model orders of every such set of labels over the same datase
 
 from __future__ import annotations
 
-import csv
 import io
 from collections import defaultdict
 
@@ -16,6 +15,7 @@ from django.db.models import Q
 from annotator.access import evaluations_visible_to
 from annotator.analysis.leaderboard import board, chart, stability
 from annotator.analysis.scorecard import DIRECTIONS, METRIC_TITLES, METRICS
+from annotator.csvsafe import csv_writer
 from annotator.errors import ApplicationError
 from annotator.models import Campaign, Evaluation, EvaluationStatus, ExportVariant, LabelSet
 
@@ -178,7 +178,7 @@ CSV_HEADER_KEYS = [key for key, _, _, _ in METRICS]
 def evaluations_csv(evaluations: list[Evaluation]) -> str:
     """One row per evaluation and direction: model, labels, bias, then value, low and high of every metric."""
     out = io.StringIO()
-    writer = csv.writer(out)
+    writer = csv_writer(out)
     header = ["evaluation", "model", "campaign", "label_set", "method", "variant", "biased", "direction"]
     for key in CSV_HEADER_KEYS:
         header += [key, f"{key}_low", f"{key}_high"]
@@ -187,7 +187,7 @@ def evaluations_csv(evaluations: list[Evaluation]) -> str:
         for direction, metrics in (evaluation.results or {}).get("metrics", {}).items():
             row = [
                 evaluation.pk,
-                _csv_text(evaluation.name),
+                evaluation.name,
                 evaluation.campaign_id or "",
                 evaluation.label_set_id or "",
                 evaluation.method,
@@ -200,11 +200,6 @@ def evaluations_csv(evaluations: list[Evaluation]) -> str:
                 row += [_csv_number(cell.get("value")), _csv_number(cell.get("low")), _csv_number(cell.get("high"))]
             writer.writerow(row)
     return out.getvalue()
-
-
-def _csv_text(value: str) -> str:
-    """A name a spreadsheet must not read as a formula (CSV injection): a leading =, +, - or @ is quoted."""
-    return "'" + value if value[:1] in ("=", "+", "-", "@") else value
 
 
 def _csv_number(value) -> str:

@@ -8,9 +8,10 @@ Shared by the campaign export (crowd ratings) and the label-set export (an impor
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable, Iterator
 from typing import IO
+
+from annotator.csvsafe import csv_writer
 
 KIND_HEADERS = {
     "image_caption": ["caption", "image", "agg_score", "sampling_method"],
@@ -38,7 +39,7 @@ def cxc_members(*, kind: str, image, caption, other_image, other_caption, ids: d
 
 def cxc_rows_write(*, out: IO[str], kind: str, rows: Iterable[tuple[str, str, str, str]]) -> int:
     """Write the header of `kind` and `rows` of (first id, second id, score text, method); returns the count."""
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv_writer(out, lineterminator="\n")
     writer.writerow(KIND_HEADERS[kind])
     count = 0
     for row in rows:
@@ -52,7 +53,7 @@ def cxc_chunks(*, kind: str, rows: Iterable[tuple[str, str, str, str]], every: i
     import io
 
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv_writer(buffer, lineterminator="\n")
     writer.writerow(KIND_HEADERS[kind])
     for count, row in enumerate(rows, start=1):
         writer.writerow(row)

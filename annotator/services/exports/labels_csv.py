@@ -8,9 +8,9 @@ probability or a confidence but no interval; 0-5 campaigns have the mean's inter
 
 from __future__ import annotations
 
-import csv
 from typing import IO
 
+from annotator.csvsafe import csv_writer
 from annotator.services.exports.rows import labelled_pairs
 
 CSV_COLUMNS = [
@@ -50,7 +50,7 @@ def write_labels_csv(
     *, out: IO[str], campaign_id: int, method: str, variant: str = "", merge_original: bool = False
 ) -> int:
     """The campaign's `method` labels, a row per pair (CSV_COLUMNS); returns the rows written."""
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv_writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     count = 0
     for pair in labelled_pairs(campaign_id, method):

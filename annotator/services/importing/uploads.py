@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from annotator import task_names
 from annotator.errors import ApplicationError
-from annotator.importing.screening import screen_captions, screen_images_zip
+from annotator.importing.screening import screen_caption_records, screen_captions, screen_images_zip
 from annotator.jobs import job_stalled
 from annotator.models import DATASET_TRANSITIONS, Dataset, DatasetStatus
 from annotator.models.state import check_transition
@@ -101,9 +101,11 @@ def dataset_upload(*, name: str, captions, images, split_file=None, split: str |
     What is cheap is checked here, before anything is stored, and refused with an ApplicationError (400):
     the name, a missing or empty file, the suffixes, images that are not a zip archive, a hostile zip or
     caption file (annotator.importing.screening: bombs, `../` and links, not UTF-8, malformed JSON; 400 or
-    413), a split name without a split file or the reverse; another requester's dataset is a 403 and one
-    already importing a 409. Then
-    the dataset is `importing` (report phase "queued"), the files are kept in default_storage under
+    413), a file named as an image that is not one (an HTML page or an SVG named `.jpg`), the first images
+    decoded in full, the caption file's first records read by the import's reader (a COCO instances file is
+    refused, naming the file and record), a split name without a split file or the reverse; another
+    requester's dataset is a 403 and one already importing a 409. Then the dataset is `importing` (report
+    phase "queued"), the files are kept in default_storage under
     `uploads/datasets/<id>/` with a manifest, and `workers.tasks.datasets.dataset_import_task` is enqueued
     after commit; it runs dataset_import's two passes (every image checked with Pillow) and leaves the
     dataset `ready`, or `failed` with every offender in its report. Returns the dataset as it is then
@@ -122,6 +124,7 @@ def dataset_upload(*, name: str, captions, images, split_file=None, split: str |
         raise ApplicationError("The images file is not a zip archive.")
     screen_images_zip(images)
     screen_captions(captions, files["captions"][1])
+    screen_caption_records(captions=captions, suffix=files["captions"][1], images=images)
     if split_file is not None:
         files["split_file"] = (split_file, _upload_suffix(split_file, "split", (".json",)))
     split = (split or "").strip()

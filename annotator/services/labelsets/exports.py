@@ -17,13 +17,13 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import re
 from collections.abc import Iterator
 
 from annotator.analysis.labelsets import SetView
+from annotator.csvsafe import csv_writer
 from annotator.errors import ApplicationError
 from annotator.models import LabelSet, LabelSetPair
 from annotator.selectors.cxc_ids import cxc_ids
@@ -145,7 +145,7 @@ def _pair_chunks(*, label_set: LabelSet, view: SetView, fmt: str) -> Iterator[st
     ids = dataset_source_ids(dataset_id=label_set.dataset_id)
     details = _details(label_set)
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv_writer(buffer, lineterminator="\n")
     if fmt == "csv":
         writer.writerow(CSV_HEADER)
     for count, (key, positive) in enumerate(sorted(view.pairs.items()), start=1):

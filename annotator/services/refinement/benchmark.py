@@ -7,12 +7,12 @@ version each caption had when it was made, so the files rendered from it later r
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterator
 
 from annotator.analysis.labelsets import IMAGE_CAPTION, SetView
+from annotator.csvsafe import csv_writer
 from annotator.errors import ApplicationError
 from annotator.models import (
     Caption,
@@ -199,7 +199,7 @@ def benchmark_csv_chunks(*, label_set: LabelSet) -> Iterator[str]:
     captions = dict(Caption.objects.filter(dataset_id=label_set.dataset_id).values_list("pk", "source_id"))
     texts = _caption_texts(label_set)
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv_writer(buffer)
     writer.writerow(CSV_HEADER)
     pairs = LabelSetPair.objects.filter(label_set=label_set, kind=IMAGE_CAPTION).values_list(
         "image_id", "caption_id", "is_positive", "sampling_method"

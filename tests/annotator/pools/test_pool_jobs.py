@@ -9,6 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from PIL import Image as PILImage
 
+from annotator.errors import ApplicationError
 from annotator.jobs import job_view
 from annotator.models import EnlargementStatus, GalleryEnlargement, ImagePool, PoolStatus, Role
 from annotator.services.pools.enlargement import enlargement_request
@@ -35,8 +36,11 @@ def _png(colour) -> bytes:
 def test_a_failed_pool_import_says_why_and_is_retried_from_its_widget(django_capture_on_commit_callbacks):
     owner = factories.user_with_role(Role.REQUESTER)
     dataset = factories.DatasetFactory(owner=owner, status="ready")
+    with pytest.raises(ApplicationError, match="'a.png' is not a readable image"):  # refused at the door
+        pool_upload(dataset=dataset, name="bad", images=_zip({"a.png": b"not a png at all"}), user=owner)
+    # A truncated PNG has a PNG's magic bytes: the upload takes it, the import finds it cannot be decoded.
     with django_capture_on_commit_callbacks(execute=True):
-        pool = pool_upload(dataset=dataset, name="bad", images=_zip({"a.png": b"not a png at all"}), user=owner)
+        pool = pool_upload(dataset=dataset, name="bad", images=_zip({"a.png": _png((1, 2, 3))[:60]}), user=owner)
     pool.refresh_from_db()
     assert pool.status == PoolStatus.FAILED
     view = job_view(pool)

@@ -172,6 +172,20 @@ def test_malformed_json_is_named(tmp_path):
     assert any(e.startswith("file (captions.json): malformed JSON") for e in caught.value.extra["errors"])
 
 
+def test_a_coco_instances_file_is_named_as_object_annotations_not_captions(tmp_path):
+    """The import's reader says what the upload says: object annotations (category_id, bbox) are not captions."""
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "1.png").write_bytes(picture_bytes((9, 9, 9)))
+    path = tmp_path / "instances.json"
+    annotation = {"id": 5, "image_id": 1, "category_id": 18, "bbox": [0, 0, 4, 4], "segmentation": [[0, 0, 4, 4]]}
+    path.write_text(json.dumps({"images": [{"id": 1, "file_name": "1.png"}], "annotations": [annotation]}))
+    with pytest.raises(ApplicationError) as caught:
+        dataset_import(name="instances", captions_path=path, images_path=tmp_path / "images")
+    assert caught.value.extra["errors"][0].startswith(
+        "caption 5 (annotations[0]): is an object annotation (category_id, bbox, segmentation), not a caption"
+    )
+
+
 def test_missing_paths_are_named_before_anything_is_created(tmp_path):
     with pytest.raises(ApplicationError) as caught:
         dataset_import(name="nothing", captions_path=tmp_path / "nope.json", images_path=tmp_path / "nope")

@@ -121,8 +121,10 @@ def test_home_for_a_visitor_offers_log_in(client):
     assert reverse("login") in page and "/datasets/" not in page
 
 
-def _upload_files(tmp_path, *, corrupt=False):
-    """A two-image COCO set as uploads: captions.json and images.zip."""
+def _upload_files(tmp_path, *, faulty=False):
+    """A two-image COCO set as uploads: captions.json and images.zip. `faulty`: faults only the import sees
+    (2.png missing from the zip, a caption of an unknown image); a file that is not an image is refused at
+    upload (tests/annotator/views/test_upload_hostility.py)."""
     import io
     import json
     import zipfile
@@ -135,14 +137,15 @@ def _upload_files(tmp_path, *, corrupt=False):
         for image_id, colour in ((1, "red"), (2, "blue")):
             buffer = io.BytesIO()
             PILImage.new("RGB", (30, 20), colour).save(buffer, format="PNG")
-            zf.writestr(f"{image_id}.png", buffer.getvalue()[:40] if corrupt and image_id == 2 else buffer.getvalue())
+            if not (faulty and image_id == 2):
+                zf.writestr(f"{image_id}.png", buffer.getvalue())
     coco = {
         "images": [{"id": 1, "file_name": "1.png"}, {"id": 2, "file_name": "2.png"}],
         "annotations": [
             {"id": 11, "image_id": 1, "caption": "A red box."},
             {"id": 21, "image_id": 2, "caption": "A blue box."},
             {"id": 31, "image_id": 3, "caption": "Nobody's picture."},
-        ][: 3 if corrupt else 2],
+        ][: 3 if faulty else 2],
     }
     return {
         "captions": SimpleUploadedFile("captions.json", json.dumps(coco).encode(), content_type="application/json"),
@@ -203,14 +206,14 @@ def test_a_refused_upload_fails_and_its_page_names_every_offender(
     client.force_login(requester)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
-            reverse("dataset-import"), {"name": "bad-upload", **_upload_files(tmp_path, corrupt=True)}
+            reverse("dataset-import"), {"name": "bad-upload", **_upload_files(tmp_path, faulty=True)}
         )
     dataset = Dataset.objects.get(name="bad-upload")
     assert response.status_code == 302 and response.url == reverse("dataset-detail", args=[dataset.pk])
     assert dataset.status == DatasetStatus.FAILED and dataset.report["error_count"] == 2
     page = client.get(response.url).content.decode()
     assert "The last import was refused" in page
-    assert "image 2 (images[1]): file &#x27;2.png&#x27;" in page and "refers to unknown image 3" in page
+    assert "image 2 (images[1]): file &#x27;2.png&#x27; not found" in page and "refers to unknown image 3" in page
     assert "Retry the import" not in page  # a refused upload needs corrected files, not a retry
     assert Image.objects.count() == 0
 

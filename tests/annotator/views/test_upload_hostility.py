@@ -1,6 +1,7 @@
 """Hostile uploads on the page and the API: each gets a clear 4xx, nothing is stored, nothing half-imported,
 and caption payloads never run in the browser."""
 
+import html
 import io
 import json
 import os
@@ -80,6 +81,21 @@ def post(client, name: str, payload: dict, *, api: bool = False):
     return client.post(url, data, HTTP_ACCEPT="application/json" if api else "text/html")
 
 
+HTML_PAGE = b"<!DOCTYPE html><html><body><script>alert(1)</script></body></html>"
+SVG = b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><rect/></svg>'
+COCO_INSTANCES = {  # instances_val2014.json's shape: object annotations, not captions
+    "images": [{"id": 1, "file_name": "1.png"}],
+    "annotations": [
+        {"id": 11, "image_id": 1, "category_id": 18, "bbox": [1, 2, 3, 4], "segmentation": [[1, 2, 3, 4]], "area": 9}
+    ],
+    "categories": [{"id": 18, "name": "dog"}],
+}
+
+
+def coco_naming(file_name: str) -> bytes:
+    return json.dumps({**COCO, "images": [{"id": 1, "file_name": file_name}]}).encode()
+
+
 def stored_files(media: Path) -> list[str]:
     return sorted(str(p.relative_to(media)) for p in media.rglob("*") if p.is_file())
 
@@ -107,6 +123,31 @@ HOSTILE = {
         lambda: files(images=zipped({"1.png": png_bytes()}), captions=b'{"pictures": []}'),
         "not COCO captions JSON",
     ),
+    "html named .jpg": (
+        lambda: files(images=zipped({"1.jpg": HTML_PAGE}), captions=coco_naming("1.jpg")),
+        "1.jpg&#x27; is not a readable image: it is HTML, SVG or other markup",
+    ),
+    "svg the captions name": (
+        lambda: files(images=zipped({"1.svg": SVG}), captions=coco_naming("1.svg")),
+        "1.svg&#x27; (images[0] of &#x27;captions.json&#x27;) is not a readable image: it is HTML, SVG",
+    ),
+    "three-byte png": (lambda: files(images=zipped({"1.png": b"abc"})), "1.png&#x27; is not a readable image"),
+    "truncated png": (
+        lambda: files(images=zipped({"1.png": png_bytes(size=(300, 200))[:80]})),
+        "is corrupt or truncated",
+    ),
+    "coco instances file": (
+        lambda: files(images=zipped({"1.png": png_bytes()}), captions=json.dumps(COCO_INSTANCES).encode()),
+        "captions.json&#x27;: caption 11 (annotations[0]): is an object annotation (category_id, bbox, segmentation",
+    ),
+    "csv line without an image": (
+        lambda: files(
+            images=zipped({"1.png": png_bytes()}),
+            captions=b"image,caption\n1.png,A red box.\n,A caption of no image.\n",
+            captions_name="c.csv",
+        ),
+        "c.csv&#x27;: caption (line 3): names no image",
+    ),
     "malformed json lines": (
         lambda: files(
             images=zipped({"1.png": png_bytes()}), captions=b'{"image": "1.png"}\n{oops\n', captions_name="c.jsonl"
@@ -123,12 +164,22 @@ def test_a_hostile_upload_gets_a_clear_4xx_and_leaves_nothing_behind(media, requ
     before = set(os.listdir(tempfile.gettempdir()))
     response = post(requester_client, f"hostile-{kind}".replace(" ", "-"), make(), api=api)
     assert 400 <= response.status_code < 500, response.content[:300]
-    assert message in response.content.decode()
+    body = response.content.decode()
+    assert message in (body if not api else html.escape(json.loads(body)["error"]))
     assert not Dataset.objects.exists() and not Image.objects.exists() and not Caption.objects.exists()
     assert stored_files(media) == []
     assert not (Path(tempfile.gettempdir()) / "etc").exists()
     leftovers = {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.endswith(".upload")}
     assert leftovers == set()
+
+
+@pytest.mark.parametrize("api", [False, True], ids=["page", "api"])
+def test_mac_metadata_and_files_that_are_not_named_as_images_do_not_refuse_an_upload(media, requester_client, api):
+    """Only members named as images are sniffed, and macOS's `__MACOSX/._x.png` forks are not images."""
+    members = {"1.png": png_bytes(), "__MACOSX/._1.png": b"\x00\x05\x16\x07 Mac OS X", "README.txt": b"hello"}
+    response = post(requester_client, "with-extras", files(images=zipped(members)), api=api)
+    assert response.status_code == (202 if api else 302), response.content[:300]
+    assert Dataset.objects.filter(name="with-extras").exists()
 
 
 def test_a_zip_that_unpacks_past_the_limit_is_413(media, requester_client, settings):
