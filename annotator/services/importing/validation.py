@@ -83,19 +83,70 @@ def validate(
     Keeps only ids (and the first image id per content hash) in memory, so memory grows with the number
     of ids, not with the files: MS-COCO's 617K caption ids take tens of MB.
     """
-    plan = ImportPlan()
-    included: set[str] = set()
-    excluded: set[str] = set()
-    first_by_hash: dict[bytes, str] = {}
-    checked = 0
+    check = ValidationPass(
+        dataset=dataset, images=images, split_filter=split_filter, offenders=offenders, progress=progress, pool=pool
+    )
+    check.images_pass(reader)
+    check.captions_pass(reader)
+    return check.plan
 
-    def inspect(record: ImageRecord, known_digest: str | None) -> tuple[str | None, str | None]:
+
+@dataclass
+class ValidationPass:
+    """One validation pass: each rule a small method, the ids seen so far, and the plan it builds."""
+
+    dataset: Dataset
+    images: object  # an images source (annotator.importing.images): locate, read
+    split_filter: SplitFilter | None
+    offenders: Offenders
+    progress: Progress | None
+    pool: ThreadPoolExecutor
+    plan: ImportPlan = field(default_factory=ImportPlan)
+    included: set[str] = field(default_factory=set)
+    excluded: set[str] = field(default_factory=set)
+    first_by_hash: dict[bytes, str] = field(default_factory=dict)
+    seen_captions: set[str] = field(default_factory=set)
+    images_checked: int = 0
+    captions_checked: int = 0
+
+    # Images
+
+    def images_pass(self, reader) -> None:
+        batch: list[ImageRecord] = []
+        for record in reader.iter_images():
+            if self.image_admitted(record):
+                batch.append(record)
+            if len(batch) >= IMAGE_BATCH:
+                self.image_batch_check(batch)
+                batch = []
+        if batch:
+            self.image_batch_check(batch)
+        if not self.included:
+            where = f" in split {', '.join(self.split_filter.splits)}" if self.split_filter else ""
+            self.offenders.add("file", None, reader.path.name, "lists no images to import" + where)
+
+    def image_admitted(self, record: ImageRecord | Problem) -> bool:
+        """Whether an image record goes on to the file check: not a problem, not a repeat, in the split."""
+        if isinstance(record, Problem):
+            self.offenders.add_problem(record)
+            return False
+        if record.source_id in self.included or record.source_id in self.excluded:
+            self.offenders.add("image", record.source_id, record.where, "image id appears more than once")
+            return False
+        if self.split_filter is not None and not self.split_filter.keeps(record):
+            self.excluded.add(record.source_id)
+            self.plan.images_skipped_by_split += 1
+            return False
+        self.included.add(record.source_id)
+        return True
+
+    def image_file_check(self, record: ImageRecord, known_digest: str | None) -> tuple[str | None, str | None]:
         """(digest, problem) for one file; runs in a pool thread, so it touches no database."""
-        key = images.locate(record.file_name)
+        key = self.images.locate(record.file_name)
         if key is None:
-            return None, f"file {record.file_name!r} not found in {images.label}"
+            return None, f"file {record.file_name!r} not found in {self.images.label}"
         try:
-            data = read_checked_bytes(images, key)
+            data = read_checked_bytes(self.images, key)
             digest = sha256(data)
             if known_digest is not None:  # imported before: only the bytes need to be the same
                 if known_digest != digest:
@@ -106,117 +157,95 @@ def validate(
             return None, f"file {record.file_name!r} {problem}"
         return digest, None
 
-    def check_batch(batch: list[ImageRecord]) -> None:
-        nonlocal checked
+    def image_batch_check(self, batch: list[ImageRecord]) -> None:
         existing = dict(
-            Image.objects.filter(dataset=dataset, source_id__in=[r.source_id for r in batch]).values_list(
+            Image.objects.filter(dataset=self.dataset, source_id__in=[r.source_id for r in batch]).values_list(
                 "source_id", "content_hash"
             )
         )
-        results = parallel(pool, inspect, [(r, existing.get(r.source_id)) for r in batch])
+        results = parallel(self.pool, self.image_file_check, [(r, existing.get(r.source_id)) for r in batch])
         hashes: dict[str, str] = {}
         for record, (digest, problem) in zip(batch, results, strict=False):
             if problem is not None:
-                offenders.add("image", record.source_id, record.where, problem)
+                self.offenders.add("image", record.source_id, record.where, problem)
             elif record.source_id in existing:
-                plan.images_unchanged += 1
+                self.plan.images_unchanged += 1
             else:
-                plan.images_new += 1
+                self.plan.images_new += 1
                 hashes[record.source_id] = digest
+        self.duplicates_note(hashes)
+        self.images_checked += len(batch)
+        reset_queries()
+        if self.progress:
+            self.progress("checking images", self.images_checked, 0)
+
+    def duplicates_note(self, hashes: dict[str, str]) -> None:
+        """New images whose bytes another image of the dataset (imported or in this file) already has."""
         known = dict(
-            Image.objects.filter(dataset=dataset, content_hash__in=set(hashes.values())).values_list(
+            Image.objects.filter(dataset=self.dataset, content_hash__in=set(hashes.values())).values_list(
                 "content_hash", "source_id"
             )
         )
         for source_id, digest in hashes.items():
-            raw = bytes.fromhex(digest)
-            first = first_by_hash.setdefault(raw, known.get(digest, source_id))
+            first = self.first_by_hash.setdefault(bytes.fromhex(digest), known.get(digest, source_id))
             if first != source_id:
-                plan.duplicates.setdefault(digest, [first]).append(source_id)
-        checked += len(batch)
-        reset_queries()
-        if progress:
-            progress("checking images", checked, 0)
+                self.plan.duplicates.setdefault(digest, [first]).append(source_id)
 
-    batch: list[ImageRecord] = []
-    for record in reader.iter_images():
+    # Captions
+
+    def captions_pass(self, reader) -> None:
+        batch: list[CaptionRecord] = []
+        for record in reader.iter_captions():
+            if self.caption_admitted(record):
+                batch.append(record)
+            if len(batch) >= CAPTION_BATCH:
+                self.caption_batch_check(batch)
+                batch = []
+        if batch:
+            self.caption_batch_check(batch)
+
+    def caption_admitted(self, record: CaptionRecord | Problem) -> bool:
+        """Whether a caption record goes on to the database check: not a problem, not too long, not a
+        repeat, of an image this import keeps."""
         if isinstance(record, Problem):
-            offenders.add_problem(record)
-            continue
-        if record.source_id in included or record.source_id in excluded:
-            offenders.add("image", record.source_id, record.where, "image id appears more than once")
-            continue
-        if split_filter is not None and not split_filter.keeps(record):
-            excluded.add(record.source_id)
-            plan.images_skipped_by_split += 1
-            continue
-        included.add(record.source_id)
-        batch.append(record)
-        if len(batch) >= IMAGE_BATCH:
-            check_batch(batch)
-            batch = []
-    if batch:
-        check_batch(batch)
-    if not included:
-        offenders.add(
-            "file",
-            None,
-            reader.path.name,
-            "lists no images to import" + (f" in split {', '.join(split_filter.splits)}" if split_filter else ""),
-        )
+            self.offenders.add_problem(record)
+            return False
+        limit = settings.IMPORT_MAX_CAPTION_CHARS
+        problem = None
+        if len(record.text) > limit:
+            problem = caption_too_long(len(record.text), limit)
+        elif record.source_id in self.seen_captions:
+            problem = "caption id appears more than once"
+        if problem is not None:
+            self.offenders.add("caption", record.source_id, record.where, problem)
+            return False
+        self.seen_captions.add(record.source_id)
+        if record.image_source_id in self.excluded:
+            self.plan.captions_skipped_by_split += 1
+            return False
+        if record.image_source_id not in self.included:
+            problem = f"refers to unknown image {record.image_source_id}"
+            self.offenders.add("caption", record.source_id, record.where, problem)
+            return False
+        return True
 
-    seen_captions: set[str] = set()
-    done = 0
-
-    def check_captions(batch: list[CaptionRecord]) -> None:
+    def caption_batch_check(self, batch: list[CaptionRecord]) -> None:
+        """Captions imported before must be the same (text and image); the rest are new."""
         existing = {
             source_id: (image_id, text)
             for source_id, image_id, text in Caption.objects.filter(
-                dataset=dataset, source_id__in=[r.source_id for r in batch]
+                dataset=self.dataset, source_id__in=[r.source_id for r in batch]
             ).values_list("source_id", "image__source_id", "text")
         }
         for record in batch:
-            if record.source_id in existing:
-                if existing[record.source_id] != (record.image_source_id, record.text):
-                    offenders.add(
-                        "caption", record.source_id, record.where, "was imported before with a different text or image"
-                    )
-                else:
-                    plan.captions_unchanged += 1
+            if record.source_id not in existing:
+                self.plan.captions_new += 1
+            elif existing[record.source_id] != (record.image_source_id, record.text):
+                problem = "was imported before with a different text or image"
+                self.offenders.add("caption", record.source_id, record.where, problem)
             else:
-                plan.captions_new += 1
+                self.plan.captions_unchanged += 1
         reset_queries()
-
-    batch = []
-    max_caption_chars = settings.IMPORT_MAX_CAPTION_CHARS
-    for record in reader.iter_captions():
-        if isinstance(record, Problem):
-            offenders.add_problem(record)
-            continue
-        if len(record.text) > max_caption_chars:
-            offenders.add(
-                "caption", record.source_id, record.where, caption_too_long(len(record.text), max_caption_chars)
-            )
-            continue
-        if record.source_id in seen_captions:
-            offenders.add("caption", record.source_id, record.where, "caption id appears more than once")
-            continue
-        seen_captions.add(record.source_id)
-        if record.image_source_id in excluded:
-            plan.captions_skipped_by_split += 1
-            continue
-        if record.image_source_id not in included:
-            offenders.add(
-                "caption", record.source_id, record.where, f"refers to unknown image {record.image_source_id}"
-            )
-            continue
-        batch.append(record)
-        if len(batch) >= CAPTION_BATCH:
-            check_captions(batch)
-            done += len(batch)
-            batch = []
-            if progress:
-                progress("checking captions", done, 0)
-    if batch:
-        check_captions(batch)
-    return plan
+        self.captions_checked += len(batch)
+        if self.progress:
+            self.progress("checking captions", self.captions_checked, 0)
