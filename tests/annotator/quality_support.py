@@ -33,3 +33,13 @@ def submit(hit, *, worker=None, candidate="yes", gold_positive="yes", gold_negat
         else:
             Answer.objects.create(assignment=assignment, item=item, choice=value, seconds_spent=seconds)
     return assignment
+
+
+def submit_choices(hit, *, worker, choices, seconds=5.0):
+    """A submitted assignment answering the HIT's items, in position order, with `choices` (one per item)."""
+    assignment = AssignmentFactory(
+        hit=hit, worker=worker, status=AssignmentStatus.SUBMITTED, submitted_at=timezone.now()
+    )
+    for item, choice in zip(hit.items.order_by("position"), choices, strict=True):
+        Answer.objects.create(assignment=assignment, item=item, choice=choice, seconds_spent=seconds)
+    return assignment
