@@ -1,8 +1,12 @@
 """Builders shared by the quality-control tests: a HIT with gold items and a submitted assignment."""
 
+import random
+from dataclasses import dataclass
+
 from django.utils import timezone
 
-from annotator.models import Answer, AssignmentStatus, ItemRole
+from annotator.models import Answer, Assignment, AssignmentStatus, ItemRole
+from annotator.services.quality.scoring import assignment_score
 from tests.factories import AssignmentFactory, CampaignFactory, HitFactory, HitItemFactory, WorkerFactory
 
 
@@ -43,3 +47,51 @@ def submit_choices(hit, *, worker, choices, seconds=5.0):
     for item, choice in zip(hit.items.order_by("position"), choices, strict=True):
         Answer.objects.create(assignment=assignment, item=item, choice=choice, seconds_spent=seconds)
     return assignment
+
+
+CANDIDATES = 16
+
+
+def _careful_choice(rng, accuracy: float, item) -> str:
+    if item.role != ItemRole.CANDIDATE:  # careful workers get the gold right
+        return "yes" if item.role == ItemRole.GOLD_POSITIVE else "no"
+    truth = item.pair_id % 3 == 0  # a third of the candidates are positive
+    says_positive = truth if rng.random() < accuracy else not truth
+    extreme = rng.random() < 0.75
+    return ("yes" if extreme else "partially_yes") if says_positive else ("no" if extreme else "mostly_no")
+
+
+def careful_submit(hit, *, worker, rng, accuracy: float = 0.92) -> Assignment:
+    """A scored assignment of a careful worker: gold right, candidates right with `accuracy`."""
+    choices = [_careful_choice(rng, accuracy, item) for item in hit.items.order_by("position")]
+    return assignment_score(assignment_id=submit_choices(hit, worker=worker, choices=choices).pk)
+
+
+@dataclass
+class Ring:
+    campaign: object
+    colluders: tuple
+    colluder_work: list
+    shared: tuple  # the two colluders' assignments on the HIT only they answered
+    careful_work: list
+
+
+def colluding_ring() -> Ring:
+    """Two workers answer from one shared sheet by position: A does HITs 0-2, B HITs 3-5 (each also answered
+    by two careful workers), and both do HIT 6, which nobody else answered. The sheet has the gold right at
+    the HIT's last two positions (where these HITs keep their gold), so gold scoring passes every one."""
+    rng = random.Random(11)
+    first = hit_with_gold(candidates=CANDIDATES, redundancy=3)
+    campaign = first.campaign
+    hits = [first] + [hit_with_gold(campaign=campaign, candidates=CANDIDATES) for _ in range(6)]
+    sheet = [rng.choice(["yes", "no"]) for _ in range(CANDIDATES)] + ["yes", "no"]
+    a, b = WorkerFactory(pseudonym="ring-a"), WorkerFactory(pseudonym="ring-b")
+    careful = [WorkerFactory() for _ in range(4)]
+    colluder_work, careful_work = [], []
+    for index, hit in enumerate(hits[:6]):
+        colluder = a if index < 3 else b
+        colluder_work.append(assignment_score(assignment_id=submit_choices(hit, worker=colluder, choices=sheet).pk))
+        for worker in careful[:2] if index % 2 else careful[2:]:
+            careful_work.append(careful_submit(hit, worker=worker, rng=rng))
+    shared = tuple(assignment_score(assignment_id=submit_choices(hits[6], worker=w, choices=sheet).pk) for w in (a, b))
+    return Ring(campaign, (a, b), colluder_work, shared, careful_work)
