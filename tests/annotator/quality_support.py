@@ -71,27 +71,32 @@ def careful_submit(hit, *, worker, rng, accuracy: float = 0.92) -> Assignment:
 class Ring:
     campaign: object
     colluders: tuple
-    colluder_work: list
-    shared: tuple  # the two colluders' assignments on the HIT only they answered
+    colluder_work: list  # on the HITs each did apart, beside careful workers
+    shared: list  # the two colluders' assignments on the HITs only they answered
     careful_work: list
 
 
-def colluding_ring() -> Ring:
-    """Two workers answer from one shared sheet by position: A does HITs 0-2, B HITs 3-5 (each also answered
-    by two careful workers), and both do HIT 6, which nobody else answered. The sheet has the gold right at
-    the HIT's last two positions (where these HITs keep their gold), so gold scoring passes every one."""
+def colluding_ring(*, apart: int = 2, together: int = 4) -> Ring:
+    """Two workers answer from one shared sheet by position. Each does `apart` HITs the other does not (each
+    also answered by two careful workers): A the first ones, B the next; then both do `together` HITs that
+    nobody else answered, where each is the other's only peer. The sheet has the gold right at the HIT's last
+    two positions (where these HITs keep their gold), so gold scoring passes every one."""
     rng = random.Random(11)
     first = hit_with_gold(candidates=CANDIDATES, redundancy=3)
     campaign = first.campaign
-    hits = [first] + [hit_with_gold(campaign=campaign, candidates=CANDIDATES) for _ in range(6)]
+    hits = [first] + [hit_with_gold(campaign=campaign, candidates=CANDIDATES) for _ in range(2 * apart + together - 1)]
     sheet = [rng.choice(["yes", "no"]) for _ in range(CANDIDATES)] + ["yes", "no"]
     a, b = WorkerFactory(pseudonym="ring-a"), WorkerFactory(pseudonym="ring-b")
     careful = [WorkerFactory() for _ in range(4)]
     colluder_work, careful_work = [], []
-    for index, hit in enumerate(hits[:6]):
-        colluder = a if index < 3 else b
+    for index, hit in enumerate(hits[: 2 * apart]):
+        colluder = a if index < apart else b
         colluder_work.append(assignment_score(assignment_id=submit_choices(hit, worker=colluder, choices=sheet).pk))
         for worker in careful[:2] if index % 2 else careful[2:]:
             careful_work.append(careful_submit(hit, worker=worker, rng=rng))
-    shared = tuple(assignment_score(assignment_id=submit_choices(hits[6], worker=w, choices=sheet).pk) for w in (a, b))
+    shared = [
+        assignment_score(assignment_id=submit_choices(hit, worker=w, choices=sheet).pk)
+        for hit in hits[2 * apart :]
+        for w in (a, b)
+    ]
     return Ring(campaign, (a, b), colluder_work, shared, careful_work)

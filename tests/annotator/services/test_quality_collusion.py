@@ -18,11 +18,15 @@ LATER = timedelta(days=30)
 
 
 def test_a_shared_sheet_by_position_is_one_collusion_group_and_goes_to_review():
+    """Today's code approved the eight assignments on the HITs only the two answered (each vouched for the
+    other) and flagged the four beside careful workers: half their work paid, as in issue 32."""
     ring = colluding_ring()
     assert all(not a.flags for a in ring.colluder_work)  # gold right: nothing stood out at scoring
     groups = campaign_collusion(campaign=ring.campaign)
     assert [g.workers for g in groups] == [tuple(sorted(w.pk for w in ring.colluders))]
-    assert groups[0].strongest.test == "position"
+    by_position = [e for e in groups[0].evidence if e.test == "position"]
+    hit_size = CANDIDATES + 2
+    assert by_position and by_position[0].matched == by_position[0].compared == 2 * hit_size  # 2 HITs apart each
 
     assignments_auto_approve_due(now=timezone.now() + LATER)
     for assignment in [*ring.colluder_work, *ring.shared]:
@@ -34,11 +38,11 @@ def test_a_shared_sheet_by_position_is_one_collusion_group_and_goes_to_review():
 
 
 def test_colluders_are_not_each_others_peers():
-    """On the HIT only the two colluders answered, each has no peer left to be judged against: the other's
+    """On a HIT only the two colluders answered, each has no peer left to be judged against: the other's
     identical answers do not vouch for them."""
     ring = colluding_ring()
     check = CrowdCheck()
-    one, other = ring.shared
+    one, other = ring.shared[:2]  # both on the same HIT
     assert check.partners(one) == {other.worker_id}
     this, _ = check.evidence(one)
     assert this.items == 0 and this.compared == 0
