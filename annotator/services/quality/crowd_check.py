@@ -209,10 +209,10 @@ def assignment_crowd_flags(*, assignment, check: CrowdCheck, settled_only: bool 
         careless = True  # too little to clear a worker the crowd already found careless on this campaign
     if careless:
         flags.append(FLAG_PEER_DISAGREEMENT)
-    if check.collusion_group(assignment) is not None:
-        flags.append(FLAG_COLLUSION)  # the evidence only grows with more answers: no waiting for it
     elif settled_only and check.collecting(assignment):
         enough = False  # not careless on the settled pairs so far: its open pairs may still tell against them
+    if check.collusion_group(assignment) is not None:
+        flags.append(FLAG_COLLUSION)  # the evidence only grows with more answers: no waiting for it
     missed = (assignment.gold_total or 0) - (assignment.gold_correct or 0)
     if missed > 0:
         # The miss is weighed with everything else known about the worker: their other gold answers and their
