@@ -19,7 +19,11 @@ logistic model of the machine features fitted on the truth itself), stopping at 
 probability (default 0.95) or 5 answers, with the crowd's careful workers only (Monte Carlo, 400 runs per
 pair). No real policy can do better on the same evidence, so it says whether a goal is reachable at all.
 
+`--bad-kinds` sets the bad workers' kinds in turn and `--collusion position` makes the colluders answer from one
+shared sheet by HIT position; the share of colluders' assignments flagged is printed on its own line.
+
     DATABASE_URL=postgres://... .venv/bin/python bench/crowd_quality.py --seeds 2 [--first-seed 1 --images 60]
+    ... --bad-kinds colluder,random,always_yes,adversarial,gold_learner --collusion position  (two colluders)
 """
 
 from __future__ import annotations
@@ -98,6 +102,8 @@ def main() -> None:
         default="tfidf_pivot,minilm_pivot",
         help="offline annotators whose runs the campaign pools (comma-separated; default both, as `make demo`)",
     )
+    parser.add_argument("--bad-kinds", default=None, help="the bad workers' kinds, in turn (comma-separated)")
+    parser.add_argument("--collusion", default="pair", choices=["pair", "position"], help="the colluders' sheet")
     args = parser.parse_args()
 
     import django
@@ -122,6 +128,8 @@ def main() -> None:
             ranking="auto",
             annotators=tuple(a.strip() for a in args.annotators.split(",") if a.strip()),
             gold_light_share=args.gold_light_share,
+            collusion=args.collusion,
+            **({"bad_kinds": tuple(k.strip() for k in args.bad_kinds.split(","))} if args.bad_kinds else {}),
         )
         results = simulate_variants(config, variants)
         for result in results:
@@ -129,6 +137,9 @@ def main() -> None:
             row = totals[m["variant"]]
             for key in ("label_accuracy", "answers_per_pair", "interval_coverage", "calibration_error"):
                 row.setdefault(key, []).append(m[key])
+            colluders = m["flagged_by_kind"].get("colluder", (0, 0))
+            row.setdefault("colluder_flagged", []).append(colluders[0])
+            row.setdefault("colluder_assignments", []).append(colluders[1])
             for key in (
                 "bad_flagged_count",
                 "bad_assignments",
@@ -186,6 +197,9 @@ def main() -> None:
             f"{bad / max(bad_n, 1):.3f} ({bad}/{bad_n})   {good / max(good_n, 1):.3f} ({good}/{good_n})"
             f"   {mean('careful_gold_share'):.3f} ({sum(row['careful_gold_light_hits'])}/{sum(row['careful_hits'])})"
         )
+    for variant, row in totals.items():
+        caught, n = sum(row["colluder_flagged"]), sum(row["colluder_assignments"])
+        print(f"{variant:10s} colluders' assignments flagged {caught / max(n, 1):.3f} ({caught}/{n})")
     if oracle:
         print(
             f"oracle     {sum(a for _, a in oracle) / len(oracle):.3f}     {sum(n for n, _ in oracle) / len(oracle):.2f}"

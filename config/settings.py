@@ -317,6 +317,11 @@ QUALITY_POSTERIOR_FLAG_BELOW = env.float("QUALITY_POSTERIOR_FLAG_BELOW", default
 QUALITY_POSTERIOR_FLAG_LEVEL = env.float("QUALITY_POSTERIOR_FLAG_LEVEL", default=0.7)
 QUALITY_POSTERIOR_HIT_LEVEL = env.float("QUALITY_POSTERIOR_HIT_LEVEL", default=0.95)
 QUALITY_POSTERIOR_EXCUSE_BELOW = env.float("QUALITY_POSTERIOR_EXCUSE_BELOW", default=0.7)
+# Collusion (annotator/analysis/collusion.py): a couple of workers whose identical answers are this unlikely for
+# independent workers (family-wise over every couple and test in the campaign), on at least MIN_COMPARED
+# comparisons, is one collusion group: not each other's peers, and their work goes to review.
+QUALITY_COLLUSION_LEVEL = env.float("QUALITY_COLLUSION_LEVEL", default=1e-3)
+QUALITY_COLLUSION_MIN_COMPARED = env.int("QUALITY_COLLUSION_MIN_COMPARED", default=10)
 # The label posterior's prior on a worker (annotator/analysis/posterior.py): a careful crowd worker is right this
 # often, worth STRENGTH answers of evidence; the crowd check judges workers against a more sceptical crowd
 # (CHECK_ACCURACY), so a careful worker who disagrees with one other answer is not condemned by it.

@@ -243,11 +243,15 @@ class WorkerEvidence:
     items: int
 
 
-def worker_evidence(fit: PosteriorFit, *, worker_id: int, pair_ids=None, below: float = 0.7) -> WorkerEvidence:
+def worker_evidence(
+    fit: PosteriorFit, *, worker_id: int, pair_ids=None, below: float = 0.7, without=()
+) -> WorkerEvidence:
     """The worker's accuracy on their answers (all of them, or those to `pair_ids`), judged against the
     rest of the evidence: each pair's posterior with this worker's own answer taken out (q_-j), so a
-    worker cannot vouch for themselves. Likelihood of accuracy a for one answer: q_-j a + (1 - q_-j)(1 - a)
-    when they said positive (and the mirror when negative); a uniform prior on a grid gives the posterior.
+    worker cannot vouch for themselves; the answers of the workers in `without` (their collusion group,
+    annotator.analysis.collusion) are taken out too, so they cannot vouch for each other. Likelihood of
+    accuracy a for one answer: q_-j a + (1 - q_-j)(1 - a) when they said positive (and the mirror when
+    negative); a uniform prior on a grid gives the posterior.
     Pairs the others are unsure of (q_-j near 0.5) say little either way; a pair nobody else answered
     (and whose truth is not known) is left out, since its q_-j rests on the class prior alone, which the
     worker's own answers shaped.
@@ -260,14 +264,18 @@ def worker_evidence(fit: PosteriorFit, *, worker_id: int, pair_ids=None, below: 
     if pair_ids is not None:
         wanted = np.isin(fit.pairs[prow], np.asarray(list(pair_ids), dtype=np.int64))
         mine &= wanted
-    witnessed = (fit.answers[prow] >= 2) | (np.abs(fit.log_odds[prow]) >= 50.0)
+    weight_yes, weight_no = fit.weights()
+    partners = np.isin(fit.workers[wrow], np.asarray(list(without), dtype=np.int64)) & (wrow != matches)
+    partner_weight = np.where(verdicts > 0.5, weight_yes[wrow], weight_no[wrow])
+    partner_sum = np.bincount(prow[partners], weights=partner_weight[partners], minlength=len(fit.pairs))
+    partner_answers = np.bincount(prow[partners], minlength=len(fit.pairs))
+    witnessed = (fit.answers[prow] - partner_answers[prow] >= 2) | (np.abs(fit.log_odds[prow]) >= 50.0)
     mine &= witnessed
     if not mine.any():
         return WorkerEvidence(compared=0.0, accuracy=0.5, p_below=0.0, items=0)
-    weight_yes, weight_no = fit.weights()
     own = np.where(verdicts[mine] > 0.5, weight_yes[matches], weight_no[matches])
     rows = prow[mine]
-    loo = expit(fit.log_odds[rows] - own)
+    loo = expit(fit.log_odds[rows] - own - partner_sum[rows])
     known = np.abs(fit.log_odds[rows]) >= 50.0
     loo = np.where(known, expit(fit.log_odds[rows]), loo)
     agree_if_right = np.where(verdicts[mine] > 0.5, loo, 1 - loo)  # P(the truth is what they said)

@@ -77,12 +77,14 @@ FLAG_TOO_FAST = "too_fast"
 FLAG_SAME_ANSWER = "same_answer"
 FLAG_LOW_TRUST = "low_trust"
 FLAG_PEER_DISAGREEMENT = "disagrees_with_peers"
+FLAG_COLLUSION = "collusion"
 FLAG_LABELS = {
     FLAG_GOLD_FAILED: "a gold item answered wrong",
     FLAG_TOO_FAST: "implausibly fast",
     FLAG_SAME_ANSWER: "the same answer throughout",
     FLAG_LOW_TRUST: "the worker's gold record looks like guessing",
     FLAG_PEER_DISAGREEMENT: "disagrees with the other workers on most pairs",
+    FLAG_COLLUSION: "answers like another worker's far beyond chance (see the collusion groups)",
 }
 
 

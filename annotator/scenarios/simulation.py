@@ -17,7 +17,8 @@ worker who has memorised them would know). Worker kinds:
 - always_yes: answers "100% YES" to everything;
 - adversarial: answers the opposite of what they see;
 - colluder: all colluders give the same answer to a pair (a shared coin per pair), so they agree with
-  each other and not with the truth;
+  each other and not with the truth; with `collusion="position"` they answer from one shared sheet by HIT
+  position instead (the same answer sequence on every HIT, whatever the pairs);
 - gold_learner: answers gold items right (they have learnt them) and clicks at random otherwise.
 The default crowd is `bad_share` bad workers of the five bad kinds in turn, the rest careful; each worker
 does at most `hits_per_worker` HITs (the campaign's max_hits_per_worker), as real crowds do 2-3 each.
@@ -103,6 +104,7 @@ class SimulationConfig:
     random_share: float | None = None  # share of all workers (only random and always-yes bad workers then)
     always_yes_share: float | None = None  # share of all workers
     bad_kinds: tuple = BAD_KINDS  # the kinds of the bad share, in turn
+    collusion: str = "pair"  # the colluders' shared sheet: a coin per pair, or per HIT "position"
     careful_accuracy: float = 0.89
     careful_spread: float = 0.05
     careful_error: float | None = None  # legacy: 1 - careful_accuracy, no spread
@@ -179,6 +181,7 @@ class SimWorker:
     qualification_tries: int = 0
     done: int = 0
     collusion_salt: str = ""
+    collusion: str = "pair"
 
     def seconds(self) -> float:
         return round(MEDIAN_SECONDS.get(self.kind, 2.5) * math.exp(self.rng.gauss(0.0, 0.35)), 2)
@@ -194,7 +197,7 @@ class SimWorker:
             return 1.0 - self.accuracy, 1.0 - self.accuracy
         return 0.5, 0.5  # random, colluder (a coin per pair), gold learner (random on candidates)
 
-    def judge(self, positive: bool, *, pair_id: int = 0, gold: bool = False) -> dict:
+    def judge(self, positive: bool, *, pair_id: int = 0, gold: bool = False, position: int = 0) -> dict:
         """One answer as the browser sends it: choice, reasons where asked, time spent."""
         if self.kind == GOLD_LEARNER and gold:
             choice = "yes" if positive else "no"
@@ -203,7 +206,8 @@ class SimWorker:
         elif self.kind in (RANDOM, GOLD_LEARNER):
             choice = self.rng.choice(CHOICES)
         elif self.kind == COLLUDER:
-            coin = int(hashlib.sha256(f"{self.collusion_salt}-{pair_id}".encode()).hexdigest(), 16)
+            key = f"position-{position}" if self.collusion == "position" else pair_id
+            coin = int(hashlib.sha256(f"{self.collusion_salt}-{key}".encode()).hexdigest(), 16)
             choice = ("yes", "no")[coin % 2]
         else:
             right = self.rng.random() < self.accuracy
@@ -406,7 +410,9 @@ def _work_one_hit(sim: SimWorker, *, campaign: Campaign, truth_of, now) -> bool:
     for token, item_id in tokens.items():
         item = items[item_id]
         pair = item.pair  # what the worker sees: the image and the caption (the role only for a gold learner)
-        answer = sim.judge(truth_of(pair), pair_id=pair.pk, gold=item.role != ItemRole.CANDIDATE)
+        answer = sim.judge(
+            truth_of(pair), pair_id=pair.pk, gold=item.role != ItemRole.CANDIDATE, position=item.position
+        )
         answers.append({"item_token": token, **answer})
     assignment_submit(assignment=assignment, worker=sim.worker, answers=answers, now=now)
     sim.done += 1
@@ -541,6 +547,7 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
             rng=random.Random(f"{config.seed}-{number}"),
             accuracy=config.accuracy_of(number),
             collusion_salt=f"collude-{config.seed}",
+            collusion=config.collusion,
         )
         crowd.append(sim)
 
@@ -754,6 +761,7 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
         "followup_hits": followup_hits,
         "bad_flagged": bad_share,
         "good_flagged": good_share,
+        "flagged_by_kind": {kind: tuple(entry) for kind, entry in flagged.items()},  # kind -> (flagged, total)
         "bad_flagged_count": bad[0],
         "good_flagged_count": good[0],
         "bad_assignments": bad[1],

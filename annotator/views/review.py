@@ -18,6 +18,7 @@ from annotator.access import campaigns_managed_by
 from annotator.errors import ApplicationError
 from annotator.models import FLAG_LABELS, LABEL_MODELS, Assignment, CleanupProposal, ExternalDecision, Role, Worker
 from annotator.queue import enqueue_on_commit
+from annotator.selectors.collusion import campaign_collusion_review
 from annotator.selectors.external_decisions import external_decisions_failed, external_decisions_unsent_count
 from annotator.selectors.quality import (
     assignment_review_detail,
@@ -78,6 +79,10 @@ def review_queue_page(request, campaign_id: int):
             "limit": QUEUE_PAGE_SIZE,
             "failed_decisions": external_decisions_failed(campaign=campaign)[:QUEUE_PAGE_SIZE],
             "unsent_decisions": external_decisions_unsent_count(campaign=campaign),
+            "collusion": campaign_collusion_review(campaign=campaign),
+            # Worker ids (the platform's and MTurk's) only to the campaign's owner; a requester it is shared
+            # with sees pseudonyms.
+            "show_worker_ids": request.user.pk == campaign.owner_id,
         },
     )
 

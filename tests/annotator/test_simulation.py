@@ -90,6 +90,18 @@ def test_the_default_crowd_is_a_real_one_and_each_bad_kind_behaves_as_named():
     assert 0.35 < sum(c in ("yes", "partially_yes") for c in on_candidates) / 400 < 0.65
 
 
+def test_colluders_reading_a_shared_sheet_by_position_answer_alike_whatever_the_pair():
+    """With collusion="position" two colluders give the same answer at the same HIT position on different pairs
+    (the issue's shared sheet), and the sheet's answers differ from position to position."""
+    colluders = [
+        SimWorker(worker=None, kind=COLLUDER, rng=random.Random(k), collusion_salt="s", collusion="position")
+        for k in range(2)
+    ]
+    first = [colluders[0].judge(True, pair_id=n, position=n % 18)["choice"] for n in range(36)]
+    second = [colluders[1].judge(False, pair_id=1000 + n, position=n % 18)["choice"] for n in range(36)]
+    assert first == second and first[:18] == first[18:] and len(set(first)) == 2
+
+
 def test_the_command_compares_fixed_adaptive_and_model_assisted_side_by_side(capsys):
     """One run, three policies on the same crowd: accuracy, answers per pair and interval coverage each."""
     call_command(

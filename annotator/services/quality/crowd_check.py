@@ -19,7 +19,11 @@ takes the checked worker's own answers out of the comparison. The flag rule, per
 - a tolerated gold miss is excused when that probability, judged on the worker's candidate answers and all
   their gold answers in the campaign together (at least QUALITY_PEER_MIN_ITEMS of informative comparisons, a
   gold answer counting one), is below QUALITY_POSTERIOR_EXCUSE_BELOW (or the worker's gold record is
-  trusted); otherwise `gold_failed`.
+  trusted); otherwise `gold_failed`;
+- `collusion` when the worker is in one of the campaign's collusion groups (annotator.selectors.collusion:
+  answers identical to another worker's, by HIT position or on shared pairs, far beyond what independent
+  workers of their accuracy give). The other members of the group are not the worker's peers: their answers
+  are taken out of every comparison above, so colluders cannot vouch for each other.
 
 Waiting for the pairs to settle (`settled_only`): while the assignment's pairs are still collecting answers
 (CrowdCheck.collecting) the caller may wait, and then judges on the *settled* pairs only (settled, or with
@@ -39,9 +43,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from annotator.analysis.collusion import CollusionGroup
 from annotator.analysis.posterior import PosteriorFit, WorkerEvidence
 from annotator.analysis.trust import is_trusted
 from annotator.models import (
+    FLAG_COLLUSION,
     FLAG_GOLD_FAILED,
     FLAG_PEER_DISAGREEMENT,
     Assignment,
@@ -50,6 +56,7 @@ from annotator.models import (
     HitItem,
     ItemRole,
 )
+from annotator.selectors.collusion import campaign_collusion, collusion_group_of
 from annotator.selectors.posterior import campaign_posterior, label_prior
 from annotator.services.quality.trust import trust_policy, worker_trust
 
@@ -64,6 +71,7 @@ class CrowdCheck:
 
     fits: dict[tuple[int, bool], tuple[PosteriorFit, set[int]]] = field(default_factory=dict)
     open: dict[int, set[int]] = field(default_factory=dict)  # campaign -> pairs still collecting answers
+    groups: dict[int, dict[int, CollusionGroup]] = field(default_factory=dict)  # campaign -> worker -> group
 
     def fit_for(self, campaign: Campaign, *, check: bool = True) -> tuple[PosteriorFit, set[int]]:
         """The working posterior: with `check`, under the sceptical prior the check judges workers by;
@@ -96,8 +104,11 @@ class CrowdCheck:
             still_open = self.open_pairs(campaign)
             own_pairs -= still_open
             candidates = candidates - still_open
-        this = worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=own_pairs, below=below)
-        overall = worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=candidates, below=below)
+        partners = self.partners(assignment)
+        this = worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=own_pairs, below=below, without=partners)
+        overall = worker_evidence(
+            fit, worker_id=assignment.worker_id, pair_ids=candidates, below=below, without=partners
+        )
         return this, overall
 
     def evidence_with_gold(self, assignment, *, settled_only: bool = False) -> WorkerEvidence:
@@ -116,7 +127,26 @@ class CrowdCheck:
             .distinct()
         )
         below = _setting("QUALITY_POSTERIOR_FLAG_BELOW", 0.7)
-        return worker_evidence(fit, worker_id=assignment.worker_id, pair_ids=candidates | gold, below=below)
+        return worker_evidence(
+            fit,
+            worker_id=assignment.worker_id,
+            pair_ids=candidates | gold,
+            below=below,
+            without=self.partners(assignment),
+        )
+
+    def collusion_group(self, assignment) -> CollusionGroup | None:
+        """The worker's collusion group on the assignment's campaign, if any (found once per pass)."""
+        campaign = assignment.hit.campaign
+        if campaign.pk not in self.groups:
+            fit, _ = self.fit_for(campaign)
+            self.groups[campaign.pk] = collusion_group_of(campaign_collusion(campaign=campaign, fit=fit))
+        return self.groups[campaign.pk].get(assignment.worker_id)
+
+    def partners(self, assignment) -> set[int]:
+        """The other members of the worker's collusion group: never their peers."""
+        group = self.collusion_group(assignment)
+        return set(group.workers) - {assignment.worker_id} if group else set()
 
     def open_pairs(self, campaign: Campaign) -> set[int]:
         """The candidate pairs adaptive redundancy will still ask about: unsettled in the label fit, with fewer
@@ -181,6 +211,8 @@ def assignment_crowd_flags(*, assignment, check: CrowdCheck, settled_only: bool 
         flags.append(FLAG_PEER_DISAGREEMENT)
     elif settled_only and check.collecting(assignment):
         enough = False  # not careless on the settled pairs so far: its open pairs may still tell against them
+    if check.collusion_group(assignment) is not None:
+        flags.append(FLAG_COLLUSION)  # the evidence only grows with more answers: no waiting for it
     missed = (assignment.gold_total or 0) - (assignment.gold_correct or 0)
     if missed > 0:
         # The miss is weighed with everything else known about the worker: their other gold answers and their

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from annotator.analysis.gold import peer_agreement
 from annotator.models import (
+    FLAG_COLLUSION,
     FLAG_GOLD_FAILED,
     FLAG_PEER_DISAGREEMENT,
     Answer,
@@ -86,7 +87,8 @@ def assignments_auto_approve_due(*, now=None, limit: int = 500) -> int:
     """Approve submitted, unflagged assignments whose auto_approve_at has passed.
 
     Last check before the money goes out (annotator.services.quality.crowd_check): an assignment whose worker the
-    crowd's posterior finds careless, or whose tolerated gold miss nobody vouches for, goes to the review queue (or is
+    crowd's posterior finds careless, who is in a collusion group, or whose tolerated gold miss nobody vouches for, goes
+    to the review queue (or is
     rejected, for a gold failure when gold_fail_action is "reject") instead. While too few other answers
     are in and its HIT is still collecting them, the approval is put off by an hour at a time, for at
     most QUALITY_PEER_WAIT_HOURS after the auto-approval time. Each assignment is decided
@@ -123,7 +125,8 @@ def assignments_auto_approve_due(*, now=None, limit: int = 500) -> int:
             # While more answers are coming, judge on the settled pairs only (they may condemn, not clear).
             flags, enough = assignment_crowd_flags(assignment=assignment, check=check, settled_only=may_wait)
             # Too little evidence yet: wait for it, also when a tolerated gold miss is all that stands out.
-            if FLAG_PEER_DISAGREEMENT not in flags and not enough and may_wait:
+            condemned = FLAG_PEER_DISAGREEMENT in flags or FLAG_COLLUSION in flags
+            if not condemned and not enough and may_wait:
                 assignment.auto_approve_at = now + timedelta(hours=1)  # look again when more answers are in
                 assignment.save(update_fields=["auto_approve_at"])
                 continue
