@@ -91,6 +91,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=40)
     parser.add_argument("--variants", default="fixed,adaptive,assisted")
     parser.add_argument("--no-oracle", action="store_true", help="skip the oracle bound")
+    parser.add_argument("--careful-accuracy", type=float, default=None, help="careful workers' accuracy at work")
+    parser.add_argument(
+        "--careful-test-accuracy",
+        type=float,
+        default=None,
+        help="careful workers' accuracy on the qualification test (default: as at work)",
+    )
+    parser.add_argument(
+        "--qualification-items", type=int, default=0, help="items of the qualification test (default 0: none)"
+    )
     parser.add_argument(
         "--gold-light-share",
         type=float,
@@ -113,6 +123,7 @@ def main() -> None:
 
     from annotator.models import Campaign
     from annotator.scenarios.simulation import SimulationConfig, simulate_variants, truth_lookup
+    from annotator.selectors.posterior import campaign_gold_check
 
     call_command("migrate", verbosity=0)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -124,12 +135,14 @@ def main() -> None:
             images=args.images,
             workers=args.workers,
             seed=seed,
-            qualification_items=0,
+            qualification_items=args.qualification_items,
             ranking="auto",
             annotators=tuple(a.strip() for a in args.annotators.split(",") if a.strip()),
             gold_light_share=args.gold_light_share,
             collusion=args.collusion,
             **({"bad_kinds": tuple(k.strip() for k in args.bad_kinds.split(","))} if args.bad_kinds else {}),
+            careful_test_accuracy=args.careful_test_accuracy,
+            **({} if args.careful_accuracy is None else {"careful_accuracy": args.careful_accuracy}),
         )
         results = simulate_variants(config, variants)
         for result in results:
@@ -140,6 +153,9 @@ def main() -> None:
             colluders = m["flagged_by_kind"].get("colluder", (0, 0))
             row.setdefault("colluder_flagged", []).append(colluders[0])
             row.setdefault("colluder_assignments", []).append(colluders[1])
+            check = campaign_gold_check(campaign=Campaign.objects.get(pk=result.campaign_id))
+            for key, value in (("gold_coverage", check.coverage), ("inflation", check.inflation)):
+                row.setdefault(key, []).append(value)
             for key in (
                 "bad_flagged_count",
                 "bad_assignments",
@@ -155,7 +171,7 @@ def main() -> None:
                 f"{m['answers_per_pair']:.2f} coverage {m['interval_coverage'] or 0:.3f} bad "
                 f"{m['bad_flagged_count']}/{m['bad_assignments']} good {m['good_flagged_count']}/{m['good_assignments']}"
                 f" careful gold share {m['careful_gold_share']:.3f} ({m['careful_gold_light_hits']}/{m['careful_hits']}"
-                " HITs light)",
+                f" HITs light) gold check: coverage {check.coverage or 0:.3f} inflation {check.inflation:.2f}",
                 flush=True,
             )
         assisted = [r for r in results if r.metrics["variant"] == "assisted"]
@@ -196,6 +212,7 @@ def main() -> None:
             f"{mean('interval_coverage'):.3f}           {mean('calibration_error'):.3f}  "
             f"{bad / max(bad_n, 1):.3f} ({bad}/{bad_n})   {good / max(good_n, 1):.3f} ({good}/{good_n})"
             f"   {mean('careful_gold_share'):.3f} ({sum(row['careful_gold_light_hits'])}/{sum(row['careful_hits'])})"
+            f"   gold check coverage {mean('gold_coverage'):.3f}, inflation {mean('inflation'):.2f}"
         )
     for variant, row in totals.items():
         caught, n = sum(row["colluder_flagged"]), sum(row["colluder_assignments"])

@@ -328,6 +328,9 @@ QUALITY_COLLUSION_MIN_COMPARED = env.int("QUALITY_COLLUSION_MIN_COMPARED", defau
 QUALITY_POSTERIOR_WORKER_ACCURACY = env.float("QUALITY_POSTERIOR_WORKER_ACCURACY", default=0.85)
 QUALITY_POSTERIOR_WORKER_STRENGTH = env.float("QUALITY_POSTERIOR_WORKER_STRENGTH", default=10.0)
 QUALITY_POSTERIOR_CHECK_ACCURACY = env.float("QUALITY_POSTERIOR_CHECK_ACCURACY", default=0.8)
+# Hierarchical: the label posterior's workers start from the crowd's accuracy at work (WORKER_ACCURACY is then the
+# centre of the crowd's own prior, moved by the requester's gold record), worth CROWD_STRENGTH answers.
+QUALITY_POSTERIOR_CROWD_STRENGTH = env.float("QUALITY_POSTERIOR_CROWD_STRENGTH", default=20.0)
 QUALITY_GOLD_DISPUTE_MIN_ANSWERS = env.int("QUALITY_GOLD_DISPUTE_MIN_ANSWERS", default=5)
 QUALITY_GOLD_DISPUTE_SHARE = env.float("QUALITY_GOLD_DISPUTE_SHARE", default=0.5)
 CELERY_BEAT_SCHEDULE["quality-auto-approve"] = {

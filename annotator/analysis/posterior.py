@@ -43,6 +43,11 @@ class PosteriorPrior:
     ridge: float = 1.0  # L2 penalty of the machine prior's logistic model
     iterations: int = 60
     tolerance: float = 1e-6
+    # Hierarchical: every worker's prior is the crowd's (its mean sensitivity and specificity at work, from
+    # the gold and peer evidence of this fit) worth `worker_strength` answers; the crowd's mean itself has a
+    # Beta prior centred on `worker_accuracy` (the requester's record) worth `crowd_strength` answers.
+    hierarchical: bool = False
+    crowd_strength: float = 20.0
 
 
 @dataclass
@@ -60,6 +65,8 @@ class PosteriorFit:
     prior_log_odds: np.ndarray  # the pair's prior, per pair
     prior_var: np.ndarray
     votes: tuple = field(default_factory=tuple)  # (pair row, worker row, verdict) arrays of the fit
+    # The Beta prior every worker started from: rows sensitivity and specificity, columns (alpha, beta).
+    crowd_prior: np.ndarray = field(default_factory=lambda: np.zeros((2, 2)))
 
     def interval(self, level_z: float = Z90) -> tuple[np.ndarray, np.ndarray]:
         half = level_z * np.sqrt(self.log_odds_var)
@@ -75,6 +82,13 @@ class PosteriorFit:
         log_t = digamma(self.spec[:, 0]) - digamma(self.spec.sum(1))
         log_1t = digamma(self.spec[:, 1]) - digamma(self.spec.sum(1))
         return log_s - log_1t, log_1s - log_t
+
+    def crowd_accuracy(self) -> float:
+        """The mean balanced accuracy of the workers' prior (the crowd's, when the prior is hierarchical)."""
+        return float(
+            0.5
+            * (self.crowd_prior[0, 0] / self.crowd_prior[0].sum() + self.crowd_prior[1, 0] / self.crowd_prior[1].sum())
+        )
 
     def worker_accuracy(self) -> np.ndarray:
         """Each worker's posterior mean balanced accuracy (mean of sensitivity and specificity)."""
@@ -161,13 +175,17 @@ def fit_posterior(
     sens = np.zeros((n_workers, 2))
     spec = np.zeros((n_workers, 2))
     log_odds = np.zeros(n_pairs)
+    crowd_prior = np.array([[a0, b0], [a0, b0]])
     for _ in range(prior.iterations):
         # M-step: worker Beta posteriors and the pair prior.
         qv = q[prow]
-        sens[:, 0] = a0 + np.bincount(wrow, weights=qv * verdicts, minlength=n_workers)
-        sens[:, 1] = b0 + np.bincount(wrow, weights=qv * (1 - verdicts), minlength=n_workers)
-        spec[:, 0] = a0 + np.bincount(wrow, weights=(1 - qv) * (1 - verdicts), minlength=n_workers)
-        spec[:, 1] = b0 + np.bincount(wrow, weights=(1 - qv) * verdicts, minlength=n_workers)
+        if prior.hierarchical:
+            crowd_prior = _crowd_prior(qv, verdicts, prior)
+        (sa, sb), (ta, tb) = crowd_prior
+        sens[:, 0] = sa + np.bincount(wrow, weights=qv * verdicts, minlength=n_workers)
+        sens[:, 1] = sb + np.bincount(wrow, weights=qv * (1 - verdicts), minlength=n_workers)
+        spec[:, 0] = ta + np.bincount(wrow, weights=(1 - qv) * (1 - verdicts), minlength=n_workers)
+        spec[:, 1] = tb + np.bincount(wrow, weights=(1 - qv) * verdicts, minlength=n_workers)
         if design is not None:
             coef, covariance = _logistic_fit(design, q, np.ones(n_pairs), prior.ridge, coef)
             prior_log_odds = design @ coef
@@ -225,7 +243,19 @@ def fit_posterior(
         prior_log_odds=prior_log_odds,
         prior_var=prior_var,
         votes=(prow, wrow, verdicts),
+        crowd_prior=crowd_prior,
     )
+
+
+def _crowd_prior(qv: np.ndarray, verdicts: np.ndarray, prior: PosteriorPrior) -> np.ndarray:
+    """The workers' shared Beta prior, hierarchical: the crowd's mean sensitivity (and specificity) over all
+    answers of the fit, each weighed by how likely its pair is positive (negative), with a Beta prior on that
+    mean centred on prior.worker_accuracy worth prior.crowd_strength answers; each worker starts from it
+    with prior.worker_strength answers' weight, so their own work outweighs it once they have done more."""
+    centre, strength, weight = prior.worker_accuracy, prior.crowd_strength, prior.worker_strength
+    sens = (centre * strength + (qv * verdicts).sum()) / (strength + qv.sum())
+    spec = (centre * strength + ((1 - qv) * (1 - verdicts)).sum()) / (strength + (1 - qv).sum())
+    return np.array([[sens * weight, (1 - sens) * weight], [spec * weight, (1 - spec) * weight]])
 
 
 # ------------------------------------------------------------------------------------ workers vs the crowd
@@ -328,3 +358,98 @@ def oracle_probability(
         weight = np.log(s / (1 - t)) if verdict else np.log((1 - s) / t)
         total[int(pair)] = total.get(int(pair), 0.0) + float(weight)
     return {pair: float(expit(prior_log_odds[pair] + value)) for pair, value in total.items()}
+
+
+# ------------------------------------------------------------------------------- the posterior checked on gold
+
+GOLD_CHECK_MIN_ITEMS = 10  # answered gold pairs needed before the check may widen anything
+COVERAGE_TARGET = 0.9  # what a 90% interval should hold
+COVERAGE_FLOOR = 0.85  # below this on gold the intervals are widened (above it, sampling noise of a few dozen items)
+INFLATION_GRID = np.round(np.arange(1.0, 5.001, 0.25), 2)
+
+
+@dataclass(frozen=True)
+class GoldCheck:
+    """The posterior scored on gold pairs as if their truth were unknown.
+
+    `coverage`: the share of gold pairs whose *reference* P(positive) lies in the 90% interval. The reference
+    weighs the same answers by each answering worker's accuracy on the *other* gold pairs (truth, not peer
+    agreement), shrunk toward the crowd's gold accuracy; the check asks whether the posterior's interval holds
+    what the truth about the workers says. `ece` and `reliability`: P(positive) against the gold truth.
+    `inflation`: by how much the interval's half-width (on the log-odds) must grow for `COVERAGE_TARGET` of the
+    gold pairs to be covered, when coverage is below COVERAGE_FLOOR; 1.0 otherwise or with too few items."""
+
+    items: int
+    coverage: float | None
+    ece: float | None
+    reliability: list
+    inflation: float
+    inflated_coverage: float | None
+
+
+def gold_reference(*, pair_ids, worker_ids, verdicts, known: dict[int, bool], strength: float) -> dict[int, float]:
+    """Per gold pair: the log-odds of P(positive) from its answers, each weighed by its worker's accuracy on the
+    other gold pairs (sensitivity on gold positives, specificity on gold negatives; this pair's own answers left
+    out), with a Beta prior at the crowd's gold accuracy worth `strength` answers. The prior log-odds is 0: a
+    HIT holds as many gold positives as negatives."""
+    counts: dict[int, np.ndarray] = {}  # worker -> [positives right, positives, negatives right, negatives]
+    answers: list[tuple[int, int, bool, bool]] = []
+    for pair, worker, said in zip(pair_ids, worker_ids, verdicts, strict=True):
+        pair, worker = int(pair), int(worker)
+        if pair not in known:
+            continue
+        truth = bool(known[pair])
+        row = counts.setdefault(worker, np.zeros(4))
+        row[0 if truth else 2] += float(bool(said) == truth)
+        row[1 if truth else 3] += 1.0
+        answers.append((pair, worker, bool(said), truth))
+    if not answers:
+        return {}
+    total = np.sum(list(counts.values()), axis=0)
+    crowd_s = (total[0] + 1.0) / (total[1] + 2.0)
+    crowd_t = (total[2] + 1.0) / (total[3] + 2.0)
+    log_odds: dict[int, float] = {}
+    for pair, worker, said, truth in answers:
+        right, seen, right_neg, seen_neg = counts[worker]
+        own = float(said == truth)
+        if truth:
+            right, seen = right - own, seen - 1.0
+        else:
+            right_neg, seen_neg = right_neg - own, seen_neg - 1.0
+        s = (crowd_s * strength + right) / (strength + seen)
+        t = (crowd_t * strength + right_neg) / (strength + seen_neg)
+        weight = np.log(s / (1 - t)) if said else np.log((1 - s) / t)
+        log_odds[pair] = log_odds.get(pair, 0.0) + float(weight)
+    return log_odds
+
+
+def gold_check(*, log_odds, log_odds_var, reference, truth) -> GoldCheck:
+    """Coverage, calibration and the inflation the intervals need, from gold pairs scored as unknown: their
+    log-odds and its variance (the crowd's evidence only), the reference log-odds and the truth, one row each."""
+    log_odds = np.asarray(log_odds, dtype=float)
+    half = Z90 * np.sqrt(np.clip(np.asarray(log_odds_var, dtype=float), 0.0, None))
+    gap = np.abs(log_odds - np.asarray(reference, dtype=float))
+    n = len(log_odds)
+    if not n:
+        return GoldCheck(items=0, coverage=None, ece=None, reliability=[], inflation=1.0, inflated_coverage=None)
+    table, ece = reliability(expit(log_odds), truth, bins=5)
+    coverage = float((gap <= half + 1e-12).mean())
+    inflation = 1.0
+    if n >= GOLD_CHECK_MIN_ITEMS and coverage < COVERAGE_FLOOR:
+        inflation = float(INFLATION_GRID[-1])
+        for factor in INFLATION_GRID:
+            if (gap <= factor * half + 1e-12).mean() >= COVERAGE_TARGET:
+                inflation = float(factor)
+                break
+    inflated = float((gap <= inflation * half + 1e-12).mean())
+    return GoldCheck(
+        items=n, coverage=coverage, ece=ece, reliability=table, inflation=inflation, inflated_coverage=inflated
+    )
+
+
+def settled_probability(log_odds: float, log_odds_var: float, inflation: float = 1.0) -> float:
+    """How sure the posterior is of a pair's side, with the stopping bar raised by the gold check: P(positive)
+    (or P(negative)) at the log-odds moved toward 0 by the extra half-width the inflation adds to its 90%
+    interval. With inflation 1 it is max(P, 1 - P)."""
+    extra = max(inflation - 1.0, 0.0) * Z90 * float(np.sqrt(max(log_odds_var, 0.0)))
+    return float(expit(max(abs(log_odds) - extra, 0.0)))

@@ -143,6 +143,10 @@ class Campaign(models.Model):
     settle_probability = models.FloatField(default=0.95, validators=[MinValueValidator(0.5), MaxValueValidator(0.9999)])
     settle_min_answers = models.PositiveIntegerField(default=2, validators=[MinValueValidator(1)])
     max_answers_per_pair = models.PositiveIntegerField(default=5, validators=[MinValueValidator(1)])
+    # The posterior checked on gold (annotator.selectors.posterior.campaign_gold_check): how much its 90%
+    # intervals are widened, and its stopping bar raised, because they held too little on gold. Set by
+    # campaign_calibration_refresh at every aggregation; 1.0 while the gold check finds nothing wrong.
+    posterior_inflation = models.FloatField(default=1.0, validators=[MinValueValidator(1.0)])
     # Adaptive gold (docs/quality.md): this share of the HITs a build (or a follow-up round) packs is
     # gold-light: one gold item and, in the other's place, one more candidate (the same size); a claim gives
     # them first to workers with a clean gold record (QUALITY_GOLD_LIGHT_AFTER), full gold to everyone else.
@@ -184,6 +188,7 @@ class Campaign(models.Model):
                 ),
                 name="campaign_qualification_share_range",
             ),
+            models.CheckConstraint(condition=Q(posterior_inflation__gte=1), name="campaign_posterior_inflation_min"),
         ]
 
     def __str__(self):

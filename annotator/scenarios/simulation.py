@@ -108,6 +108,9 @@ class SimulationConfig:
     careful_accuracy: float = 0.89
     careful_spread: float = 0.05
     careful_error: float | None = None  # legacy: 1 - careful_accuracy, no spread
+    # Careful workers' accuracy on the qualification test (people try harder on a test than at work); None: as
+    # at work. HIT gold looks like work, so it is answered at the work accuracy.
+    careful_test_accuracy: float | None = None
     hits_per_worker: int | None = 3
     variant: str = "defaults"
     redundancy: int | None = None  # None: the variant's (the campaign default for `defaults`)
@@ -178,6 +181,7 @@ class SimWorker:
     kind: str
     rng: random.Random
     accuracy: float = 0.89
+    test_accuracy: float | None = None  # on the qualification test; None: as at work
     qualification_tries: int = 0
     done: int = 0
     collusion_salt: str = ""
@@ -386,9 +390,13 @@ def _qualify(sim: SimWorker, *, campaign: Campaign, truth_of, now) -> bool:
     from annotator.models import QualificationItem
 
     pairs = QualificationItem.objects.in_bulk(attempt.items)
+    at_work = sim.accuracy
+    if sim.kind == CAREFUL and sim.test_accuracy is not None:
+        sim.accuracy = sim.test_accuracy
     answers = {
         str(i): sim.judge(truth_of(pairs[pk]), pair_id=pk, gold=True)["choice"] for i, pk in enumerate(attempt.items)
     }
+    sim.accuracy = at_work
     sim.qualification_tries += 1
     attempt = qualification_submit(attempt=attempt, worker=sim.worker, answers=answers, now=now)
     return bool(attempt.passed)
@@ -546,6 +554,7 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
             kind=kind,
             rng=random.Random(f"{config.seed}-{number}"),
             accuracy=config.accuracy_of(number),
+            test_accuracy=config.careful_test_accuracy,
             collusion_salt=f"collude-{config.seed}",
             collusion=config.collusion,
         )

@@ -16,9 +16,16 @@ from collections import defaultdict
 
 import numpy as np
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, Sum
 
-from annotator.analysis.posterior import PosteriorFit, PosteriorPrior, fit_posterior
+from annotator.analysis.posterior import (
+    GoldCheck,
+    PosteriorFit,
+    PosteriorPrior,
+    fit_posterior,
+    gold_check,
+    gold_reference,
+)
 from annotator.models import (
     Answer,
     AssignmentStatus,
@@ -30,6 +37,7 @@ from annotator.models import (
     PairKind,
     PairSource,
     Scale,
+    WorkerStanding,
 )
 
 GOLD_TRUTH = {ItemRole.GOLD_POSITIVE: True, ItemRole.GOLD_NEGATIVE: False}
@@ -115,26 +123,41 @@ def machine_features(*, campaign: Campaign, pair_ids=None) -> dict[int, np.ndarr
     return features
 
 
-def label_prior(*, check: bool = False) -> PosteriorPrior:
-    """The model's priors from the settings: QUALITY_POSTERIOR_WORKER_ACCURACY and _STRENGTH for labels and
-    settling; with `check`, QUALITY_POSTERIOR_CHECK_ACCURACY (the crowd check before approval)."""
-    name = "QUALITY_POSTERIOR_CHECK_ACCURACY" if check else "QUALITY_POSTERIOR_WORKER_ACCURACY"
+def requester_crowd_accuracy(*, requester_id: int | None) -> float:
+    """The requester's crowd at work: the share of gold items answered right in scored HITs on their campaigns
+    (WorkerStanding; never qualification tests, which people take more carefully than they work), shrunk
+    toward QUALITY_POSTERIOR_WORKER_ACCURACY with QUALITY_POSTERIOR_CROWD_STRENGTH answers' weight."""
+    centre = float(getattr(settings, "QUALITY_POSTERIOR_WORKER_ACCURACY", 0.85))
+    strength = float(getattr(settings, "QUALITY_POSTERIOR_CROWD_STRENGTH", 20.0))
+    if requester_id is None:
+        return centre
+    sums = WorkerStanding.objects.filter(requester_id=requester_id).aggregate(
+        c=Sum("gold_correct"), t=Sum("gold_total")
+    )
+    return (centre * strength + (sums["c"] or 0)) / (strength + (sums["t"] or 0))
+
+
+def label_prior(*, check: bool = False, requester_id: int | None = None) -> PosteriorPrior:
+    """The model's priors from the settings: for labels and settling, hierarchical (every worker starts from
+    the crowd's accuracy at work, the crowd's from the requester's record, requester_crowd_accuracy), each
+    worker worth QUALITY_POSTERIOR_WORKER_STRENGTH answers; with `check` (the crowd check before approval),
+    one fixed, sceptical prior, QUALITY_POSTERIOR_CHECK_ACCURACY."""
+    strength = float(getattr(settings, "QUALITY_POSTERIOR_WORKER_STRENGTH", 10.0))
+    if check:
+        return PosteriorPrior(
+            worker_accuracy=float(getattr(settings, "QUALITY_POSTERIOR_CHECK_ACCURACY", 0.8)),
+            worker_strength=strength,
+        )
     return PosteriorPrior(
-        worker_accuracy=float(getattr(settings, name, 0.8)),
-        worker_strength=float(getattr(settings, "QUALITY_POSTERIOR_WORKER_STRENGTH", 10.0)),
+        worker_accuracy=requester_crowd_accuracy(requester_id=requester_id),
+        worker_strength=strength,
+        hierarchical=True,
+        crowd_strength=float(getattr(settings, "QUALITY_POSTERIOR_CROWD_STRENGTH", 20.0)),
     )
 
 
-def campaign_posterior(*, campaign: Campaign, approved_only: bool, prior: PosteriorPrior | None = None) -> PosteriorFit:
-    """Fit the campaign's posterior: candidate answers are evidence, gold answers teach the model about the
-    workers (their truth is known), and with campaign.machine_prior the machine annotators' evidence is
-    each pair's prior.
-
-    A promoted gold pair (a candidate the crowd settled, then asked again as gold in follow-ups) is known
-    in the working posterior, where it judges workers as the gold scoring does; in the label posterior
-    (`approved_only`) it is a candidate like any other and its gold answers are more evidence on it: its
-    truth is only what the crowd said, so taking it as known would give its Label P = 0 or 1 with an
-    interval of width zero, a certainty the model drew from its own settling."""
+def _posterior_inputs(*, campaign: Campaign, approved_only: bool) -> dict:
+    """The fit's inputs (pair_ids, worker_ids, verdicts, known, features); see campaign_posterior."""
     answers = Answer.objects.filter(item__hit__campaign=campaign)
     answers = (
         answers.filter(assignment__status=AssignmentStatus.APPROVED)
@@ -163,11 +186,79 @@ def campaign_posterior(*, campaign: Campaign, approved_only: bool, prior: Poster
             width = len(next(iter(features.values())))
             for pair_id in set(pair_ids) | set(known):
                 features.setdefault(pair_id, np.zeros(width))
-    return fit_posterior(
-        pair_ids=pair_ids,
-        worker_ids=worker_ids,
-        verdicts=verdicts,
-        known=known,
-        features=features,
-        prior=prior or label_prior(),
+    return {
+        "pair_ids": pair_ids,
+        "worker_ids": worker_ids,
+        "verdicts": verdicts,
+        "known": known,
+        "features": features,
+        "candidates": candidates,
+    }
+
+
+def campaign_posterior(*, campaign: Campaign, approved_only: bool, prior: PosteriorPrior | None = None) -> PosteriorFit:
+    """Fit the campaign's posterior: candidate answers are evidence, gold answers teach the model about the
+    workers (their truth is known), and with campaign.machine_prior the machine annotators' evidence is
+    each pair's prior. The prior is label_prior for the campaign owner unless given.
+
+    A promoted gold pair (a candidate the crowd settled, then asked again as gold in follow-ups) is known
+    in the working posterior, where it judges workers as the gold scoring does; in the label posterior
+    (`approved_only`) it is a candidate like any other and its gold answers are more evidence on it: its
+    truth is only what the crowd said, so taking it as known would give its Label P = 0 or 1 with an
+    interval of width zero, a certainty the model drew from its own settling."""
+    inputs = _posterior_inputs(campaign=campaign, approved_only=approved_only)
+    inputs.pop("candidates")
+    return fit_posterior(**inputs, prior=prior or label_prior(requester_id=campaign.owner_id))
+
+
+GOLD_CHECK_FOLDS = 5
+
+
+def campaign_gold_check(*, campaign: Campaign) -> GoldCheck:
+    """The working posterior checked on the campaign's own gold pairs (not promoted ones), each scored as if
+    unknown: the gold pairs are split in GOLD_CHECK_FOLDS folds and the model is fitted once per fold with that
+    fold's truth hidden, so a gold pair's truth never informs its own score (its answers still count, as any
+    candidate's). A pair's score is the crowd's evidence only (the fitted log-odds less the machine prior,
+    which knows an original pair when it sees one): what the answers and the model's worker weights say.
+    Coverage, calibration and the inflation the intervals need: annotator.analysis.posterior.gold_check."""
+    inputs = _posterior_inputs(campaign=campaign, approved_only=False)
+    candidates = inputs.pop("candidates")
+    known = inputs.pop("known")
+    gold = sorted(p for p in known if p not in candidates and p in set(inputs["pair_ids"]))
+    prior = label_prior(requester_id=campaign.owner_id)
+    rows = []
+    for fold in range(min(GOLD_CHECK_FOLDS, len(gold))):
+        hidden = set(gold[fold::GOLD_CHECK_FOLDS])
+        fit = fit_posterior(**inputs, known={p: v for p, v in known.items() if p not in hidden}, prior=prior)
+        row_of = fit.row_of()
+        for pair in sorted(hidden):
+            row = row_of[pair]
+            rows.append(
+                (
+                    pair,
+                    float(fit.log_odds[row] - fit.prior_log_odds[row]),
+                    float(max(fit.log_odds_var[row] - fit.prior_var[row], 0.0)),
+                )
+            )
+    reference = gold_reference(
+        pair_ids=inputs["pair_ids"],
+        worker_ids=inputs["worker_ids"],
+        verdicts=inputs["verdicts"],
+        known={p: known[p] for p in gold},
+        strength=prior.worker_strength,
     )
+    return gold_check(
+        log_odds=[r[1] for r in rows],
+        log_odds_var=[r[2] for r in rows],
+        reference=[reference[r[0]] for r in rows],
+        truth=[float(known[r[0]]) for r in rows],
+    )
+
+
+def campaign_calibration(*, campaign: Campaign) -> GoldCheck | None:
+    """The Quality page's live calibration on gold (campaign_gold_check); None before launch, for a
+    similarity-scale campaign, or while no gold pair has an answer."""
+    if campaign.scale == Scale.SIMILARITY or campaign.launched_at is None:
+        return None
+    check = campaign_gold_check(campaign=campaign)
+    return check if check.items else None

@@ -11,6 +11,7 @@ from collections import defaultdict
 
 from django.db.models import Count, Q
 
+from annotator.analysis.posterior import settled_probability
 from annotator.models import (
     Answer,
     AssignmentStatus,
@@ -50,11 +51,23 @@ def answers_on_the_way(campaign: Campaign) -> dict[int, int]:
     return waiting
 
 
-def pair_states(*, campaign: Campaign, fit=None) -> dict[int, dict]:
-    """Per candidate pair: answers, P(positive), settled, answers on the way (the working posterior).
+def pair_settled(*, campaign: Campaign, fit, row: int | None, machine: int) -> tuple[int, float, bool]:
+    """One pair's (answers, P(positive), settled) in `fit` (row None: no answers yet): the one home of the
+    stopping rule. Settled: at least campaign.settle_probability sure of one side, judged with the stopping bar
+    the gold check raised (campaign.posterior_inflation, annotator.analysis.posterior.settled_probability),
+    with at least campaign.settle_min_answers answers, the machine prior (`machine` = 1) counting as one."""
+    answers = int(fit.answers[row]) if row is not None else 0
+    if not answers:
+        return 0, 0.5, False
+    probability = float(fit.probability[row])
+    sure = settled_probability(float(fit.log_odds[row]), float(fit.log_odds_var[row]), campaign.posterior_inflation)
+    settled = sure >= campaign.settle_probability and answers + machine >= campaign.settle_min_answers
+    return answers, probability, settled
 
-    Settled: P(positive) or P(negative) at least campaign.settle_probability with at least
-    campaign.settle_min_answers answers, the machine prior counting as one when the campaign uses it."""
+
+def pair_states(*, campaign: Campaign, fit=None) -> dict[int, dict]:
+    """Per candidate pair: answers, P(positive), settled (pair_settled), answers on the way (the working
+    posterior)."""
     fit = fit if fit is not None else campaign_posterior(campaign=campaign, approved_only=False)
     row_of = fit.row_of()
     machine = 1 if campaign.machine_prior and campaign.runs.exists() else 0
@@ -64,14 +77,13 @@ def pair_states(*, campaign: Campaign, fit=None) -> dict[int, dict]:
         HitItem.objects.filter(hit__campaign=campaign, role=ItemRole.CANDIDATE).values_list("pair_id", flat=True)
     )
     for pair_id in candidates:
-        row = row_of.get(pair_id)
-        answers = int(fit.answers[row]) if row is not None else 0
-        probability = float(fit.probability[row]) if row is not None and answers else 0.5
-        sure = max(probability, 1 - probability) >= campaign.settle_probability
+        answers, probability, settled = pair_settled(
+            campaign=campaign, fit=fit, row=row_of.get(pair_id), machine=machine
+        )
         states[pair_id] = {
             "answers": answers,
             "probability": probability,
-            "settled": sure and answers + machine >= campaign.settle_min_answers,
+            "settled": settled,
             "waiting": waiting.get(pair_id, 0),
         }
     return states

@@ -15,11 +15,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from annotator import task_names
 from annotator.access import campaigns_managed_by
+from annotator.analysis.posterior import COVERAGE_FLOOR
 from annotator.errors import ApplicationError
 from annotator.models import FLAG_LABELS, LABEL_MODELS, Assignment, CleanupProposal, ExternalDecision, Role, Worker
 from annotator.queue import enqueue_on_commit
 from annotator.selectors.collusion import campaign_collusion_review
 from annotator.selectors.external_decisions import external_decisions_failed, external_decisions_unsent_count
+from annotator.selectors.posterior import campaign_calibration
 from annotator.selectors.quality import (
     assignment_review_detail,
     campaign_quality,
@@ -175,6 +177,8 @@ def quality_page(request, campaign_id: int):
             "campaign": campaign,
             "q": campaign_quality(campaign=campaign),
             "redundancy": campaign_redundancy(campaign=campaign),
+            "calibration": campaign_calibration(campaign=campaign),
+            "coverage_floor": COVERAGE_FLOOR,
             "label_models": LABEL_MODELS,
         },
     )

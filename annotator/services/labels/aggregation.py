@@ -14,6 +14,7 @@ from annotator.analysis.aggregation import (
     majority_vote,
     mean_score,
 )
+from annotator.analysis.posterior import Z90
 from annotator.errors import ApplicationError
 from annotator.models import (
     AggregationMethod,
@@ -57,7 +58,7 @@ def _posterior_labels(*, campaign: Campaign, votes: list[Vote]) -> dict[int, Agg
         if vote.choice:
             tally = tallies.setdefault(vote.pair_id, {})
             tally[vote.choice] = tally.get(vote.choice, 0) + 1
-    low, high = fit.interval()
+    low, high = fit.interval(Z90 * campaign.posterior_inflation)  # widened when the gold check asks
     labels = {}
     for row, pair_id in enumerate(fit.pairs.tolist()):
         if fit.answers[row] == 0 or pair_id not in tallies:
@@ -129,6 +130,8 @@ def _methods_for(*, campaign: Campaign, method: str | None) -> list[str]:
 def labels_aggregate(*, campaign: Campaign, method: str | None = None) -> dict:
     """Aggregate the campaign's APPROVED answers into Labels (all methods of its scale, or `method`).
 
+    First the posterior is checked on the campaign's gold (campaign_calibration_refresh), which may widen
+    its intervals and raise the stopping bar of adaptive redundancy.
     Upserts on the (pair, method) unique constraint and removes this method's labels of pairs that no
     longer have approved answers, so it is idempotent and safe to re-run after any decision.
     More answers where they are needed: with campaign.adaptive_redundancy, unsettled pairs get follow-up
@@ -140,6 +143,10 @@ def labels_aggregate(*, campaign: Campaign, method: str | None = None) -> dict:
     extras and the follow-up report.
     """
     methods = _methods_for(campaign=campaign, method=method)
+    if AggregationMethod.POSTERIOR in methods:
+        from annotator.services.quality.calibration import campaign_calibration_refresh
+
+        campaign_calibration_refresh(campaign=campaign)
     votes = _approved_votes(campaign=campaign)
     report: dict = {"answers": len(votes), "labels": {}, "extra_assignments": 0, "followups": {}}
     primary = primary_method(campaign)

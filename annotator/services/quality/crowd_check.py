@@ -58,6 +58,7 @@ from annotator.models import (
 )
 from annotator.selectors.collusion import campaign_collusion, collusion_group_of
 from annotator.selectors.posterior import campaign_posterior, label_prior
+from annotator.selectors.redundancy import pair_settled
 from annotator.services.quality.trust import trust_policy, worker_trust
 
 
@@ -84,7 +85,11 @@ class CrowdCheck:
                 )
             )
             self.fits[key] = (
-                campaign_posterior(campaign=campaign, approved_only=False, prior=label_prior(check=check)),
+                campaign_posterior(
+                    campaign=campaign,
+                    approved_only=False,
+                    prior=label_prior(check=check, requester_id=campaign.owner_id),
+                ),
                 candidates,
             )
         return self.fits[key]
@@ -157,11 +162,7 @@ class CrowdCheck:
             machine = 1 if campaign.machine_prior and campaign.runs.exists() else 0
             still_open = set()
             for pair_id in candidates:
-                row = row_of.get(pair_id)
-                answers = int(fit.answers[row]) if row is not None else 0
-                p = float(fit.probability[row]) if row is not None else 0.5
-                sure = max(p, 1 - p) >= campaign.settle_probability
-                settled = sure and answers + machine >= campaign.settle_min_answers
+                answers, _, settled = pair_settled(campaign=campaign, fit=fit, row=row_of.get(pair_id), machine=machine)
                 if not settled and answers < campaign.max_answers_per_pair:
                     still_open.add(pair_id)
             self.open[campaign.pk] = still_open

@@ -3,7 +3,18 @@
 import numpy as np
 import pytest
 
-from annotator.analysis.posterior import fit_posterior, oracle_probability, reliability, worker_evidence
+from annotator.analysis.posterior import (
+    GOLD_CHECK_MIN_ITEMS,
+    Z90,
+    PosteriorPrior,
+    fit_posterior,
+    gold_check,
+    gold_reference,
+    oracle_probability,
+    reliability,
+    settled_probability,
+    worker_evidence,
+)
 
 
 def _crowd(seed, *, pairs=300, per_pair=3, careful=30, spammers=4):
@@ -126,3 +137,65 @@ def test_a_worker_alone_on_their_pairs_is_not_judged_by_the_class_prior_they_sha
     witnessed = fit_posterior(pair_ids=pair_ids * 3, worker_ids=[7] * 16 + [8] * 16 + [9] * 16, verdicts=[False] * 48)
     evidence = worker_evidence(witnessed, worker_id=7)
     assert evidence.compared >= 8 and evidence.p_below < 0.05
+
+
+def test_the_hierarchical_prior_starts_a_newcomer_from_the_crowds_accuracy_at_work():
+    """A crowd right 70% of the time at work: with the hierarchical prior a newcomer with two answers is judged
+    as that crowd (about 0.7), not as the fixed careful worker (0.85) the flat prior assumes."""
+    rng = np.random.default_rng(3)
+    truth = rng.random(300) < 0.5
+    rows = []
+    for pair in range(300):
+        for worker in rng.choice(12, 3, replace=False):
+            rows.append((pair, int(worker), bool(truth[pair]) if rng.random() < 0.7 else not truth[pair]))
+    known = {10_000 + k: bool(k % 2) for k in range(40)}
+    for gold, value in known.items():
+        for worker in rng.choice(12, 3, replace=False):
+            rows.append((gold, int(worker), value if rng.random() < 0.7 else not value))
+    rows += [(0, 99, bool(truth[0])), (1, 99, bool(truth[1]))]  # the newcomer: two answers, both right
+    pair_ids, worker_ids, verdicts = zip(*rows, strict=True)
+    flat = fit_posterior(pair_ids=pair_ids, worker_ids=worker_ids, verdicts=verdicts, known=known)
+    crowd = fit_posterior(
+        pair_ids=pair_ids,
+        worker_ids=worker_ids,
+        verdicts=verdicts,
+        known=known,
+        prior=PosteriorPrior(worker_accuracy=0.85, hierarchical=True),
+    )
+    newcomer = list(crowd.workers).index(99)
+    assert abs(crowd.crowd_accuracy() - 0.7) < 0.06
+    assert crowd.worker_accuracy()[newcomer] < 0.78 < flat.worker_accuracy()[newcomer]
+
+
+def test_gold_reference_leaves_the_pairs_own_answers_out():
+    """Worker 1 is right on every other gold pair, so their answer counts as a careful one's; on the pair they
+    miss, the reference does not know they missed it."""
+    known = {k: bool(k % 2) for k in range(12)}
+    pair_ids, worker_ids, verdicts = [], [], []
+    for pair, value in known.items():
+        pair_ids.append(pair)
+        worker_ids.append(1)
+        verdicts.append(value if pair != 5 else not value)
+    reference = gold_reference(pair_ids=pair_ids, worker_ids=worker_ids, verdicts=verdicts, known=known, strength=2)
+    assert reference[5] < -1.0  # said "negative" on pair 5 (truly positive), weighed as a reliable worker
+    assert reference[4] < 0 < reference[3]
+
+
+def test_gold_check_widens_only_when_coverage_falls_short_and_by_the_smallest_factor():
+    n = GOLD_CHECK_MIN_ITEMS * 2
+    variance = np.full(n, 1.0)
+    truth = np.arange(n) % 2
+    fine = gold_check(log_odds=np.zeros(n), log_odds_var=variance, reference=np.full(n, 0.5), truth=truth)
+    assert fine.coverage == 1.0 and fine.inflation == 1.0
+    # Every pair 2 half-widths off: covered from a factor of 2 on.
+    off = gold_check(log_odds=np.zeros(n), log_odds_var=variance, reference=np.full(n, 2 * Z90), truth=truth)
+    assert off.coverage == 0.0 and off.inflation == 2.0 and off.inflated_coverage == 1.0
+    few = gold_check(log_odds=np.zeros(3), log_odds_var=np.ones(3), reference=np.full(3, 5.0), truth=[0, 1, 0])
+    assert few.coverage == 0.0 and few.inflation == 1.0  # too few gold pairs to act on
+
+
+def test_the_raised_stopping_bar_needs_more_evidence_and_is_todays_rule_without_inflation():
+    assert settled_probability(3.0, 1.0) == pytest.approx(float(1 / (1 + np.exp(-3.0))))
+    assert settled_probability(-3.0, 1.0) == pytest.approx(float(1 / (1 + np.exp(-3.0))))
+    assert settled_probability(3.0, 1.0, 2.0) == pytest.approx(float(1 / (1 + np.exp(-(3.0 - Z90)))))
+    assert settled_probability(3.0, 0.0, 3.0) == settled_probability(3.0, 0.0)  # a known pair stays sure

@@ -30,9 +30,10 @@ YES, SPLIT, NO = range(0, 4), range(4, 6), range(6, 8)  # candidate positions: u
 
 def _campaign_answered_three_times(**options):
     """A live adaptive campaign, one HIT of 8 candidates answered by three workers (gold right): pairs 0-3
-    "yes" from all, 4-5 "yes", "yes", "no", 6-7 "no" from all. Settled at 0.99: the unanimous pairs are
-    (P about 0.9996 and 0.003), the two-to-one ones not (about 0.98). Returns (campaign, candidate pair ids)."""
-    options.setdefault("settle_probability", 0.99)
+    "yes" from all, 4-5 "yes", "yes", "no", 6-7 "no" from all. Settled at 0.999: the unanimous pairs are
+    (P about 0.99998 and 0.0007: the crowd got all its gold right and agrees, so the hierarchical prior trusts
+    it), the two-to-one ones not (about 0.997). Returns (campaign, candidate pair ids)."""
+    options.setdefault("settle_probability", 0.999)
     campaign = live_campaign_with_hits(
         hits=1, candidates=8, redundancy=3, adaptive_redundancy=True, qualification_items=2, **options
     )
@@ -66,7 +67,7 @@ def test_only_unsettled_pairs_are_asked_again_with_promoted_gold_and_only_once()
 def test_follow_ups_are_gold_light_by_the_campaigns_share_and_keep_the_hit_size():
     """Eight unsettled pairs, 4 candidates per HIT, share 0.5: a full HIT of 4 + 2 gold, then a gold-light one
     (room for 5 candidates and one gold item) holding the other 4."""
-    campaign, pairs = _campaign_answered_three_times(settle_probability=0.9999, gold_light_share=0.5)
+    campaign, pairs = _campaign_answered_three_times(settle_min_answers=4, gold_light_share=0.5)
     campaign.candidates_per_hit = 4
     campaign.save(update_fields=["candidates_per_hit"])
     assert followups_plan(campaign=campaign)["hits"] == 2  # 8 unsettled pairs: 4 in a full HIT, 4 in a light one
