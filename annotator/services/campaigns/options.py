@@ -4,6 +4,8 @@ between them that field validators cannot express.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.core.exceptions import ValidationError
 
 from annotator.analysis.gold import QUALIFICATION_PASS_MARK_ABOVE
@@ -99,44 +101,63 @@ def check_runs(*, dataset: Dataset, runs: list[RankingRun]) -> None:
             raise ApplicationError(f"Ranking run {run.pk} is {run.status}; only succeeded runs can be pooled.")
 
 
-def check_options(*, campaign: Campaign, runs: list[RankingRun]) -> None:
-    """The rules between options that field validators cannot express."""
+SAME_MODALITY = (CampaignDirection.T2T, CampaignDirection.I2I)
+
+# The rules between options that field validators cannot express: (broken when, what the requester is told).
+OPTION_RULES: tuple[tuple[Callable[[Campaign], bool], str], ...] = (
+    (
+        lambda c: c.sample_count is not None and c.sample_fraction is not None,
+        "Give a sample count or a sample fraction, not both.",
+    ),
+    (lambda c: c.sample_count is not None and c.sample_count < 1, "The sample count must be at least 1."),
+    (lambda c: c.pool_depth < 1, "The pooling depth must be at least 1."),
+    (
+        lambda c: c.gold_exclusion_depth < c.pool_depth,
+        "The gold-negative exclusion depth must be at least the pooling depth.",
+    ),
+    (
+        lambda c: c.stage2_rationale_followups and c.direction != CampaignDirection.BOTH,
+        "Follow-ups in the second stage are for `both` campaigns; the others have one stage.",
+    ),
+    (lambda c: c.hit_size > MAX_HIT_SIZE, f"A HIT holds at most {MAX_HIT_SIZE} items."),
+    (lambda c: c.gold_reuse_limit < 1, "The gold reuse limit must be at least 1."),
+    (
+        lambda c: c.qualification_items and not QUALIFICATION_PASS_MARK_ABOVE < c.qualification_pass_mark <= 1,
+        "The qualification pass mark must be above 0.5 and at most 1: a worker who gives the same answer to "
+        "everything scores 0.5.",
+    ),
+    (
+        lambda c: c.direction in SAME_MODALITY and c.scale != Scale.SIMILARITY,
+        "Caption-caption and image-image pairs are rated on the similarity (0-5) scale.",
+    ),
+    (
+        lambda c: c.direction == CampaignDirection.I2I and c.gold_positives_per_hit,
+        "Image-image campaigns have no original pairs to use as gold positives; set them to 0.",
+    ),
+    (
+        lambda c: c.sampling == Sampling.CXC and c.direction not in SAME_MODALITY,
+        "Crisscrossed Captions sampling chooses caption-caption (t2t) or image-image (i2i) pairs; "
+        "image-caption campaigns pool the runs' candidates.",
+    ),
+)
+
+
+def _run_errors(campaign: Campaign, run: RankingRun) -> list[str]:
+    """What a run's kept depth rules out: pooling deeper than it, or checking gold negatives deeper than it."""
     errors = []
-    if campaign.sample_count is not None and campaign.sample_fraction is not None:
-        errors.append("Give a sample count or a sample fraction, not both.")
-    if campaign.sample_count is not None and campaign.sample_count < 1:
-        errors.append("The sample count must be at least 1.")
-    if campaign.pool_depth < 1:
-        errors.append("The pooling depth must be at least 1.")
-    if campaign.gold_exclusion_depth < campaign.pool_depth:
-        errors.append("The gold-negative exclusion depth must be at least the pooling depth.")
-    if campaign.stage2_rationale_followups and campaign.direction != CampaignDirection.BOTH:
-        errors.append("Follow-ups in the second stage are for `both` campaigns; the others have one stage.")
-    if campaign.hit_size > MAX_HIT_SIZE:
-        errors.append(f"A HIT holds at most {MAX_HIT_SIZE} items.")
-    if campaign.gold_reuse_limit < 1:
-        errors.append("The gold reuse limit must be at least 1.")
-    if campaign.qualification_items and not QUALIFICATION_PASS_MARK_ABOVE < campaign.qualification_pass_mark <= 1:
+    if run.top_k < campaign.pool_depth:
+        errors.append(f"Run {run.pk} kept only its top {run.top_k}; the pooling depth can be at most that.")
+    if campaign.gold_negatives_per_hit and run.top_k < campaign.gold_exclusion_depth:
         errors.append(
-            "The qualification pass mark must be above 0.5 and at most 1: a worker who gives the same answer to "
-            "everything scores 0.5."
+            f"Run {run.pk} kept only its top {run.top_k}, so gold negatives cannot be checked against a top "
+            f"{campaign.gold_exclusion_depth}; lower the exclusion depth to {run.top_k}."
         )
-    if campaign.direction in (CampaignDirection.T2T, CampaignDirection.I2I) and campaign.scale != Scale.SIMILARITY:
-        errors.append("Caption-caption and image-image pairs are rated on the similarity (0-5) scale.")
-    if campaign.direction == CampaignDirection.I2I and campaign.gold_positives_per_hit:
-        errors.append("Image-image campaigns have no original pairs to use as gold positives; set them to 0.")
-    if campaign.sampling == Sampling.CXC and campaign.direction not in (CampaignDirection.T2T, CampaignDirection.I2I):
-        errors.append(
-            "Crisscrossed Captions sampling chooses caption-caption (t2t) or image-image (i2i) pairs; "
-            "image-caption campaigns pool the runs' candidates."
-        )
-    for run in runs:
-        if run.top_k < campaign.pool_depth:
-            errors.append(f"Run {run.pk} kept only its top {run.top_k}; the pooling depth can be at most that.")
-        if campaign.gold_negatives_per_hit and run.top_k < campaign.gold_exclusion_depth:
-            errors.append(
-                f"Run {run.pk} kept only its top {run.top_k}, so gold negatives cannot be checked against a top "
-                f"{campaign.gold_exclusion_depth}; lower the exclusion depth to {run.top_k}."
-            )
+    return errors
+
+
+def check_options(*, campaign: Campaign, runs: list[RankingRun]) -> None:
+    """The rules between options (OPTION_RULES and each run's depth); one ApplicationError lists every one broken."""
+    errors = [message for broken, message in OPTION_RULES if broken(campaign)]
+    errors += [error for run in runs for error in _run_errors(campaign, run)]
     if errors:
         raise ApplicationError("The campaign options are not valid: " + " ".join(errors), extra={"errors": errors})
