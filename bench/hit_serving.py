@@ -797,6 +797,64 @@ def raise_open_files_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
+def operation_of(method: str, path: str) -> str | None:
+    """Which of OPERATIONS an access-log line is, or None."""
+    if path.endswith("/claim"):
+        return "claim"
+    if path.endswith("/answer"):
+        return "autosave"
+    if path.endswith("/submit"):
+        return "submit"
+    return "page" if "/assignments/" in path and method == "GET" else None
+
+
+def server_side_latencies(access_log: str, *, skip: int) -> dict[str, list[float]]:
+    """gunicorn's own seconds per served request, by operation, past the first `skip` lines (the warm-up)."""
+    server_side: dict[str, list[float]] = {op: [] for op in OPERATIONS}
+    for line in Path(access_log).read_text().splitlines()[skip:]:
+        parts = line.split()
+        if len(parts) != 4 or parts[2] == "503":
+            continue
+        method, path, _status, micros = parts
+        op = operation_of(method, path)
+        if op:
+            server_side[op].append(int(micros) / 1e6)
+    return server_side
+
+
+def print_cpu_table(cpu: dict, args) -> None:
+    print(
+        f"\nCPU per request, each kind on its own ({args.cpu_workers} HITs a round, the median of "
+        f"{args.cpu_rounds} rounds; 10 ms clock ticks):"
+    )
+    print(f"{'operation':<10} {'requests':>8} {'python ms':>10} {'postgres ms':>12} {'total ms':>9}  rounds")
+    for op, row in cpu.items():
+        print(
+            f"{op:<10} {row['requests']:>8} {row['python_ms']:>10.2f} {row['postgres_ms']:>12.2f} "
+            f"{row['python_ms'] + row['postgres_ms']:>9.2f}  "
+            + " ".join(f"{total:.2f}" for total in row["round_totals_ms"])
+        )
+
+
+INVARIANTS = (
+    "lost_answers",
+    "lost_submissions",
+    "doubled_answers",
+    "doubled_submissions",
+    "over_redundancy",
+    "same_worker_twice",
+)
+
+
+def run_failed(recorder, check: dict, *, mode: str) -> bool:
+    """A dropped connection, a 503 without Retry-After, an unexpected answer or a broken invariant fails the
+    run; with think time (a load the server should carry) a 503 does too."""
+    dropped = sum(recorder.dropped.values())
+    bad = dropped or recorder.refused_without_retry_after or recorder.unexpected
+    bad = bad or any(check[k] for k in INVARIANTS)
+    return bool(bad or (mode == "think" and sum(recorder.refused.values())))
+
+
 def main(argv=None):
     args = parse_args(argv)
     raise_open_files_limit()
@@ -876,17 +934,7 @@ def main(argv=None):
                 for k in range(args.cpu_rounds)
             ]
             cpu = median_rounds(rounds)
-            print(
-                f"\nCPU per request, each kind on its own ({args.cpu_workers} HITs a round, the median of "
-                f"{args.cpu_rounds} rounds; 10 ms clock ticks):"
-            )
-            print(f"{'operation':<10} {'requests':>8} {'python ms':>10} {'postgres ms':>12} {'total ms':>9}  rounds")
-            for op, row in cpu.items():
-                print(
-                    f"{op:<10} {row['requests']:>8} {row['python_ms']:>10.2f} {row['postgres_ms']:>12.2f} "
-                    f"{row['python_ms'] + row['postgres_ms']:>9.2f}  "
-                    + " ".join(f"{total:.2f}" for total in row["round_totals_ms"])
-                )
+            print_cpu_table(cpu, args)
         time.sleep(1.0)
         warm_lines = len(Path(access_log).read_text().splitlines())
         load_started = time.time()
@@ -971,25 +1019,7 @@ def main(argv=None):
             f"{step['python_ms_per_request'] + step['postgres_ms_per_request']:>10.2f} "
             f"{step['python_ms_per_request']:>5.1f} {step['postgres_ms_per_request']:>5.1f}  {cells}"
         )
-    server_side = {op: [] for op in OPERATIONS}
-    for line in Path(access_log).read_text().splitlines()[warm_lines:]:
-        parts = line.split()
-        if len(parts) != 4 or parts[2] == "503":
-            continue
-        method, path, _status, micros = parts
-        op = (
-            "claim"
-            if path.endswith("/claim")
-            else "autosave"
-            if path.endswith("/answer")
-            else "submit"
-            if path.endswith("/submit")
-            else "page"
-            if "/assignments/" in path and method == "GET"
-            else None
-        )
-        if op:
-            server_side[op].append(int(micros) / 1e6)
+    server_side = server_side_latencies(access_log, skip=warm_lines)
     print(
         "server side, whole load (gunicorn's own time per request, without queueing): "
         + ", ".join(
@@ -1034,21 +1064,7 @@ def main(argv=None):
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2, default=str))
     print(f"results in {out}")
-    bad = dropped_total or recorder.refused_without_retry_after or recorder.unexpected
-    bad = bad or any(
-        check[k]
-        for k in (
-            "lost_answers",
-            "lost_submissions",
-            "doubled_answers",
-            "doubled_submissions",
-            "over_redundancy",
-            "same_worker_twice",
-        )
-    )
-    if mode == "think":
-        bad = bad or refused_total
-    return 1 if bad else 0
+    return 1 if run_failed(recorder, check, mode=mode) else 0
 
 
 if __name__ == "__main__":
