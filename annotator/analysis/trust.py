@@ -40,11 +40,22 @@ class TrustPolicy:
 
 @dataclass(frozen=True)
 class Trust:
+    """A worker's record with one requester. The gold counts include the qualification tests' answers
+    (`test_correct` of `test_total`): a failed test is evidence against a worker, but a passed one is not
+    evidence of their accuracy at work (people try harder on a test), so "trusted" reads the work alone."""
+
     gold_correct: int
     gold_total: int
     approved: int
     rejected: int
     hits_done: int  # submitted, approved or rejected assignments
+    test_correct: int = 0
+    test_total: int = 0
+
+    @property
+    def work_gold(self) -> tuple[int, int]:
+        """(right, total) gold answers given at work: HITs and the shared reputation, not the tests."""
+        return self.gold_correct - self.test_correct, self.gold_total - self.test_total
 
     @property
     def gold_accuracy(self) -> float | None:
@@ -107,8 +118,8 @@ def soft_block_reason(trust: Trust, policy: TrustPolicy) -> str:
 
 
 def is_trusted(trust: Trust, policy: TrustPolicy) -> bool:
-    """An established record: enough gold answers, and they are very unlikely to be guesses."""
-    return (
-        trust.gold_total >= policy.trusted_min_gold
-        and spammer_posterior(trust.gold_correct, trust.gold_total, policy) <= policy.trusted_max_posterior
-    )
+    """An established record at work: enough gold answers in HITs, and they are very unlikely to be guesses.
+    A qualification test passed, however cleanly, does not count (Trust's docstring)."""
+    correct, total = trust.work_gold
+    guessing = spammer_posterior(correct, total, policy)
+    return total >= policy.trusted_min_gold and guessing <= policy.trusted_max_posterior

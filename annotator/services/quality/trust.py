@@ -86,8 +86,9 @@ def worker_trust(*, worker: Worker, requester_id: int) -> Trust:
     """The worker's trust numbers as one requester sees them (a read; used by the services and the pages).
 
     Gold evidence = the gold items of scored HITs on the requester's campaigns (WorkerStanding) plus the
-    answers of finished qualification attempts on them, which are gold items too; plus the shared reputation
-    when the requester opted in. Approvals and HITs count the requester's campaigns only.
+    answers of finished qualification attempts on them, which are gold items too (kept apart as `test_*`:
+    they may block a worker but never make one trusted); plus the shared reputation when the requester
+    opted in. Approvals and HITs count the requester's campaigns only.
     """
     standing = worker_standing(worker=worker, requester_id=requester_id)
     gold_correct, gold_total = (standing.gold_correct, standing.gold_total) if standing else (0, 0)
@@ -106,6 +107,8 @@ def worker_trust(*, worker: Worker, requester_id: int) -> Trust:
     return Trust(
         gold_correct=gold_correct + qualification_correct + shared_correct,
         gold_total=gold_total + qualification_total + shared_total,
+        test_correct=qualification_correct,
+        test_total=qualification_total,
         approved=counts["approved"],
         rejected=counts["rejected"],
         hits_done=counts["done"],

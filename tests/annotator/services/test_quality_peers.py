@@ -5,15 +5,18 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from annotator.analysis.trust import is_trusted, soft_block_reason
 from annotator.models import (
     FLAG_GOLD_FAILED,
     FLAG_PEER_DISAGREEMENT,
     AssignmentStatus,
     GoldFailAction,
     QualificationAttempt,
+    WorkerStanding,
 )
 from annotator.services.quality.peers import assignment_peer_agreement, assignments_auto_approve_due
 from annotator.services.quality.scoring import assignment_score
+from annotator.services.quality.trust import trust_policy, worker_trust
 from tests.annotator.quality_support import hit_with_gold, submit
 from tests.factories import WorkerFactory
 
@@ -33,16 +36,30 @@ def test_without_tolerance_any_gold_miss_goes_to_review():
 
 
 def test_tolerated_miss_of_a_trusted_worker_is_forgiven_at_once():
-    """A worker with a clean qualification (6/6) behind them: one slip in a HIT does not go to review."""
+    """A worker with a clean gold record at work (12/12 in earlier HITs): one slip in a HIT does not go to
+    review."""
     hit = hit_with_gold(candidates=8, tolerated_gold_misses=1)
     worker = WorkerFactory()
-    QualificationAttempt.objects.create(
-        worker=worker, campaign=hit.campaign, items=[1, 2, 3, 4, 5, 6], score=1.0, passed=True
-    )
+    WorkerStanding.objects.create(worker=worker, requester=hit.campaign.owner, gold_correct=12, gold_total=12)
     assignment = assignment_score(
         assignment_id=submit(hit, worker=worker, candidate="no", gold_positive="mostly_no").pk
     )
     assert assignment.flags == [] and assignment.auto_approve_at is not None
+
+
+def test_a_clean_qualification_alone_does_not_make_a_worker_trusted():
+    """A test passed 6/6 says how the worker answers a test, not how they work; a failed test still counts
+    against them (the soft block reads it)."""
+    hit = hit_with_gold(candidates=8, tolerated_gold_misses=1)
+    owner, policy = hit.campaign.owner, trust_policy()
+    clean, failed = WorkerFactory(), WorkerFactory()
+    items = [1, 2, 3, 4, 5, 6]
+    QualificationAttempt.objects.create(worker=clean, campaign=hit.campaign, items=items, score=1.0, passed=True)
+    QualificationAttempt.objects.create(worker=failed, campaign=hit.campaign, items=items, score=0.0, passed=False)
+    assert not is_trusted(worker_trust(worker=clean, requester_id=owner.pk), policy)
+    assert soft_block_reason(worker_trust(worker=failed, requester_id=owner.pk), policy)
+    WorkerStanding.objects.create(worker=clean, requester=owner, gold_correct=12, gold_total=12)
+    assert is_trusted(worker_trust(worker=clean, requester_id=owner.pk), policy)
 
 
 def test_tolerated_miss_vouched_for_by_peers_is_approved():
