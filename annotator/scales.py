@@ -10,7 +10,16 @@ integer point depends on what is compared: two captions (STS), two images (SIS) 
 (SITS). The slider shows these anchors, not the number, so raters do not round to integers.
 """
 
-from annotator.models import CHOICES_NEEDING_SHORTCOMINGS, Choice, PairKind, Scale, Shortcoming, WrongAspect
+from annotator.models import (
+    CHOICES_NEEDING_SHORTCOMINGS,
+    POSITIVE_CHOICES,
+    Campaign,
+    Choice,
+    PairKind,
+    Scale,
+    Shortcoming,
+    WrongAspect,
+)
 
 FOUR_CHOICE_QUESTION = "Is the image correctly described?"
 FOUR_CHOICE = {
@@ -175,3 +184,13 @@ def answer_missing_part(*, rules: dict, choice: str, score, shortcomings, wrong_
     if aspects and not wrong_aspects:
         return MISSING["aspects"]
     return None
+
+
+def answer_verdict(*, campaign: Campaign, choice: str, score) -> bool | None:
+    """Whether one answer calls its pair positive: the one home of this rule, for the labels' posterior, the
+    crowd check, the peer verdicts and collusion alike. On the similarity scale a rating at or above the
+    campaign's own `positive_at` (CxC's 3, 2.5 for SIS, or the requester's); on four choices "100% YES" and
+    "Partially YES". None when the answer says nothing (no rating, no choice)."""
+    if campaign.scale == Scale.SIMILARITY:
+        return None if score is None else float(score) >= campaign.positive_at
+    return None if not choice else choice in POSITIVE_CHOICES

@@ -647,7 +647,8 @@ def _oracle_coverage(*, campaign, crowd, truth: dict[int, bool], labels: dict) -
 
     from annotator.analysis.posterior import oracle_probability
     from annotator.models import Answer
-    from annotator.selectors.posterior import machine_features, verdict
+    from annotator.scales import answer_verdict
+    from annotator.selectors.posterior import machine_features
 
     if not labels:
         return None
@@ -657,7 +658,7 @@ def _oracle_coverage(*, campaign, crowd, truth: dict[int, bool], labels: dict) -
     ).values_list("item__pair_id", "assignment__worker_id", "choice", "score")
     pairs, workers, verdicts = [], [], []
     for pair_id, worker_id, choice, score in rows:
-        said = verdict(choice, score, campaign.scale)
+        said = answer_verdict(campaign=campaign, choice=choice, score=score)
         if said is not None and worker_id in sims:
             pairs.append(pair_id)
             workers.append(worker_id)

@@ -16,7 +16,8 @@ from django.conf import settings
 from annotator.analysis.collusion import AnswerRow, CollusionGroup, WorkerModel, collusion_groups
 from annotator.analysis.posterior import PosteriorFit
 from annotator.models import Answer, AssignmentStatus, Campaign, ItemRole, Scale
-from annotator.selectors.posterior import campaign_posterior, label_prior, verdict
+from annotator.scales import answer_verdict
+from annotator.selectors.posterior import campaign_posterior, label_prior
 
 
 def campaign_collusion(*, campaign: Campaign, fit: PosteriorFit | None = None) -> list[CollusionGroup]:
@@ -43,7 +44,7 @@ def campaign_collusion(*, campaign: Campaign, fit: PosteriorFit | None = None) -
     ):
         row = worker_row.get(worker_id)
         in_fit = row is not None and status != AssignmentStatus.REJECTED  # the fit reads scored, unrejected work
-        said = verdict(choice, None, campaign.scale)
+        said = answer_verdict(campaign=campaign, choice=choice, score=None)
         weight = (float(weight_yes[row]) if said else float(weight_no[row])) if in_fit else 0.0
         rows.append(
             AnswerRow(

@@ -39,16 +39,9 @@ from annotator.models import (
     Scale,
     WorkerStanding,
 )
+from annotator.scales import answer_verdict
 
 GOLD_TRUTH = {ItemRole.GOLD_POSITIVE: True, ItemRole.GOLD_NEGATIVE: False}
-SIMILARITY_POSITIVE_AT = 3.0
-
-
-def verdict(choice: str, score, scale: str) -> bool | None:
-    """Positive or not, from one answer; None when it says nothing."""
-    if scale == Scale.SIMILARITY:
-        return None if score is None else float(score) >= SIMILARITY_POSITIVE_AT
-    return None if not choice else choice in ("yes", "partially_yes")
 
 
 def working_answers() -> Q:
@@ -171,7 +164,7 @@ def _posterior_inputs(*, campaign: Campaign, approved_only: bool) -> dict:
     for pair_id, role, worker_id, choice, score in answers.values_list(
         "item__pair_id", "item__role", "assignment__worker_id", "choice", "score"
     ):
-        said = verdict(choice, score, campaign.scale)
+        said = answer_verdict(campaign=campaign, choice=choice, score=score)
         if said is None:
             continue
         pair_ids.append(pair_id)

@@ -22,17 +22,11 @@ from annotator.models import (
     HitItem,
     HitStatus,
     ItemRole,
-    Scale,
 )
+from annotator.scales import answer_verdict
 from annotator.services.quality.crowd_check import CrowdCheck, assignment_crowd_flags
 from annotator.services.quality.decisions import assignment_approve, assignment_reject
 from annotator.services.webhooks.delivery import webhook_emit
-
-
-def _verdict(answer_choice: str, answer_score, scale: str) -> bool | None:
-    if scale == Scale.SIMILARITY:
-        return None if answer_score is None else answer_score >= 3.0
-    return None if not answer_choice else answer_choice in ("yes", "partially_yes")
 
 
 def assignment_peer_agreement(*, assignment: Assignment) -> tuple[int, int]:
@@ -46,7 +40,7 @@ def assignment_peer_agreement(*, assignment: Assignment) -> tuple[int, int]:
     for item_id, choice, score in Answer.objects.filter(
         assignment=assignment, item_id__in=list(pair_of_item)
     ).values_list("item_id", "choice", "score"):
-        verdict = _verdict(choice, score, campaign.scale)
+        verdict = answer_verdict(campaign=campaign, choice=choice, score=score)
         if verdict is not None:
             own[pair_of_item[item_id]] = verdict
     peers: dict[int, list[bool]] = {}
@@ -61,7 +55,7 @@ def assignment_peer_agreement(*, assignment: Assignment) -> tuple[int, int]:
         .values_list("item__pair_id", "choice", "score")
     )
     for pair_id, choice, score in rows:
-        verdict = _verdict(choice, score, campaign.scale)
+        verdict = answer_verdict(campaign=campaign, choice=choice, score=score)
         if verdict is not None:
             peers.setdefault(pair_id, []).append(verdict)
     return peer_agreement(own=own, peers=peers)
