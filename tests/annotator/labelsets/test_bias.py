@@ -44,6 +44,9 @@ def _crowd_campaign(world, names):
         direction="i2t",
         candidates_per_hit=4,
         gold_exclusion_depth=10,
+        # No qualification pool: it reserves pooled originals, a different draw for each set of annotators,
+        # and the two campaigns compared here must label the same proposals.
+        qualification_items=0,
     )
     campaign = campaign_build(campaign=campaign)
     labels = []
