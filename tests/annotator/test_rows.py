@@ -73,17 +73,18 @@ def test_the_claims_campaign_read_carries_the_owners_standing_and_the_qualificat
     campaign = live_campaign_with_hits(hits=1)
     worker = WorkerFactory()
     with transaction.atomic():
-        loaded_worker, loaded = claim_queries.lock_worker_with_campaign(worker_id=worker.pk, campaign_id=campaign.pk)
+        loaded_worker, loaded, standing = claim_queries.lock_worker_with_campaign(
+            worker_id=worker.pk, campaign_id=campaign.pk
+        )
     assert loaded_worker.pk == worker.pk and loaded.pk == campaign.pk
-    assert (loaded.owner_blocked_worker, loaded.owner_soft_blocked_worker) == (False, False)
-    assert loaded.worker_passed_qualification is False
+    assert standing == claim_queries.ClaimStanding()
 
-    WorkerStanding.objects.create(requester=campaign.owner, worker=worker, soft_blocked=True)
+    WorkerStanding.objects.create(requester=campaign.owner, worker=worker, soft_blocked=True, gold_clean_streak=3)
     with transaction.atomic():
-        _, loaded = claim_queries.lock_worker_with_campaign(worker_id=worker.pk, campaign_id=campaign.pk)
-        _, missing = claim_queries.lock_worker_with_campaign(worker_id=worker.pk, campaign_id=10**9)
-        nobody, _ = claim_queries.lock_worker_with_campaign(worker_id=10**9, campaign_id=campaign.pk)
-    assert (loaded.owner_blocked_worker, loaded.owner_soft_blocked_worker) == (False, True)
+        _, _, standing = claim_queries.lock_worker_with_campaign(worker_id=worker.pk, campaign_id=campaign.pk)
+        _, missing, _ = claim_queries.lock_worker_with_campaign(worker_id=worker.pk, campaign_id=10**9)
+        nobody, _, _ = claim_queries.lock_worker_with_campaign(worker_id=10**9, campaign_id=campaign.pk)
+    assert standing == claim_queries.ClaimStanding(soft_blocked=True, gold_clean_streak=3)
     assert missing is None and nobody is None
 
 

@@ -130,40 +130,40 @@ def _can_lock() -> bool:
 WORKER_VISIBLE_CAMPAIGN_STATUSES = (CampaignStatus.LIVE, CampaignStatus.PAUSED, CampaignStatus.FINISHED)
 
 
-def _owner_standing(*, campaign: Campaign, worker: Worker) -> tuple[bool, bool]:
-    if hasattr(campaign, "owner_blocked_worker"):
-        return campaign.owner_blocked_worker, campaign.owner_soft_blocked_worker
+def _claim_standing(*, campaign: Campaign, worker: Worker) -> claim_queries.ClaimStanding:
+    """The worker's standing with the owner read with the ORM, where no locking read brought it (MTurk)."""
     standing = WorkerStanding.objects.filter(requester_id=campaign.owner_id, worker=worker).first()
-    return (standing.blocked, standing.soft_blocked) if standing else (False, False)
+    if standing is None:
+        return claim_queries.ClaimStanding()
+    return claim_queries.ClaimStanding(
+        blocked=standing.blocked, soft_blocked=standing.soft_blocked, gold_clean_streak=standing.gold_clean_streak
+    )
 
 
-def _check_worker_may_claim(*, campaign: Campaign, worker: Worker) -> None:
+def _check_worker_may_claim(*, campaign: Campaign, worker: Worker, standing: claim_queries.ClaimStanding) -> None:
     if campaign.status != CampaignStatus.LIVE:
         raise ApplicationError("This campaign is not taking work right now.", status=409)
     if worker.blocked:  # a platform block, by staff
         raise ApplicationError("Your account may not take new HITs.", status=403)
     # The campaign owner's own decision about this worker; another requester's block does not count here.
-    blocked, soft_blocked = _owner_standing(campaign=campaign, worker=worker)
-    if blocked:
+    if standing.blocked:
         raise ApplicationError("Your account may not take new HITs on this requester's campaigns.", status=403)
-    if soft_blocked:
+    if standing.soft_blocked:
         raise ApplicationError(
             "Your account is paused from taking new HITs while your recent work is reviewed.", status=403
         )
-    passed = getattr(campaign, "worker_passed_qualification", False)
-    if not passed and not worker_is_qualified(campaign=campaign, worker=worker):
+    if not standing.passed_qualification and not worker_is_qualified(campaign=campaign, worker=worker):
         raise ApplicationError(
             "Pass this campaign's qualification test first.", extra={"reason": "qualification"}, status=403
         )
 
 
-def _prefers_gold_light(campaign: Campaign) -> bool:
+def _prefers_gold_light(campaign: Campaign, standing: claim_queries.ClaimStanding) -> bool:
     """Adaptive gold: whether the worker's clean gold streak with the owner (read with the worker's row lock)
     calls for gold-light HITs first. Only campaigns that build them ask."""
     if campaign.gold_light_share <= 0:
         return False
-    streak = getattr(campaign, "worker_gold_clean_streak", 0)
-    return streak >= settings.QUALITY_GOLD_LIGHT_AFTER
+    return standing.gold_clean_streak >= settings.QUALITY_GOLD_LIGHT_AFTER
 
 
 def _lease_expiry(campaign: Campaign, now):
@@ -226,7 +226,9 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
     with transaction.atomic():
         # One read locks the worker and brings the campaign (callers may pass Campaign(pk=...)) with the
         # owner's standing and the qualification: a draft or an unknown id is 404.
-        worker, campaign = claim_queries.lock_worker_with_campaign(worker_id=worker.pk, campaign_id=campaign.pk)
+        worker, campaign, standing = claim_queries.lock_worker_with_campaign(
+            worker_id=worker.pk, campaign_id=campaign.pk
+        )
         if worker is None:
             raise ApplicationError("No such worker.", status=404)
         if campaign is None or campaign.status not in WORKER_VISIBLE_CAMPAIGN_STATUSES:
@@ -234,7 +236,7 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
         held = _expire_own_stale_leases(worker=worker, campaign=campaign, now=now)
         if held is not None:
             return held
-        _check_worker_may_claim(campaign=campaign, worker=worker)
+        _check_worker_may_claim(campaign=campaign, worker=worker, standing=standing)
         if campaign.max_hits_per_worker is not None:
             taken = Assignment.objects.filter(
                 worker=worker, hit__campaign=campaign, status__in=COUNTED_STATUSES
@@ -244,7 +246,7 @@ def assignment_claim(*, campaign: Campaign, worker: Worker, now=None) -> Assignm
                     f"You have done the most HITs one person may do in this campaign ({campaign.max_hits_per_worker}).",
                     status=409,
                 )
-        light_first = _prefers_gold_light(campaign)
+        light_first = _prefers_gold_light(campaign, standing)
         full: list[int] = []
         # Each round locks one HIT; a HIT found full after its lock is skipped. Bounded: every round excludes
         # one more HIT, and a full HIT is normally filtered before the lock by the stale-snapshot count.
@@ -297,7 +299,8 @@ def assignment_claim_external(*, hit: Hit, worker: Worker, external_assignment_i
             if mine.status == AssignmentStatus.RESERVED and mine.expires_at > now:
                 return mine
             raise ApplicationError("You have already worked on this HIT.", status=409)
-        _check_worker_may_claim(campaign=hit.campaign, worker=worker)
+        standing = _claim_standing(campaign=hit.campaign, worker=worker)
+        _check_worker_may_claim(campaign=hit.campaign, worker=worker, standing=standing)
         if assignment_pairs_seen(hit=hit, worker=worker):
             # MTurk chose the HIT; a pair seen twice would give its gold away. The worker returns it there.
             raise ApplicationError(

@@ -19,6 +19,7 @@ serialises claims.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 from django.db import connection
@@ -57,20 +58,29 @@ def _worker_with_campaign_sql(vendor: str, locks: bool) -> str:
     )
 
 
-def lock_worker_with_campaign(*, worker_id: int, campaign_id: int) -> tuple[Worker | None, Campaign | None]:
+@dataclass(frozen=True)
+class ClaimStanding:
+    """What a claim knows of the worker with the campaign's owner, read in the same statement as the
+    worker's lock: the owner's block and soft block, a passed qualification test, the clean gold streak."""
+
+    blocked: bool = False
+    soft_blocked: bool = False
+    passed_qualification: bool = False
+    gold_clean_streak: int = 0
+
+
+def lock_worker_with_campaign(
+    *, worker_id: int, campaign_id: int
+) -> tuple[Worker | None, Campaign | None, ClaimStanding]:
     if not ids_fit(campaign_id):
         campaign_id = None  # an id from a URL past the key range: no such campaign
     row = fetch_one(_worker_with_campaign_sql(connection.vendor, _locks()), [campaign_id, worker_id])
     if row is None:
-        return None, None
+        return None, None, ClaimStanding()
     worker, campaign = instances(row[:-4], Worker, Campaign)
-    if campaign is not None:
-        blocked, soft_blocked, passed, streak = row[-4:]
-        campaign.owner_blocked_worker = bool(blocked)
-        campaign.owner_soft_blocked_worker = bool(soft_blocked)
-        campaign.worker_passed_qualification = bool(passed)
-        campaign.worker_gold_clean_streak = streak or 0
-    return worker, campaign
+    blocked, soft_blocked, passed, streak = row[-4:]
+    standing = ClaimStanding(bool(blocked), bool(soft_blocked), bool(passed), streak or 0)
+    return worker, campaign, standing if campaign is not None else ClaimStanding()
 
 
 @cache
