@@ -591,7 +591,8 @@ class ExportJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedV
 
 
 class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
-    """Evaluate a model's rankings against a campaign's verified labels (and its original pairs)."""
+    """Evaluate a model's rankings against a campaign's verified labels (and its original pairs) or against a
+    label set (crowd-verified, original, imported such as ECCV Caption or Crisscrossed Captions, or derived)."""
 
     model = Evaluation
 
@@ -607,7 +608,7 @@ class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         responses={201: s.EvaluationSerializer, 200: s.EvaluationSerializer, **errors(404, 409)},
     )
     def create(self, request):
-        """Evaluate uploaded rankings or a stored ranking run against a campaign's labels.
+        """Evaluate uploaded rankings or a stored ranking run against a campaign's labels or a label set.
 
         201 with a new evaluation (its scorecard is computed by a worker: poll `status`), or 200 with the
         stored one when the same rankings were evaluated against the same labels and settings before."""
