@@ -304,11 +304,9 @@ QUALITY_TRUSTED_MAX_POSTERIOR = env.float("QUALITY_TRUSTED_MAX_POSTERIOR", defau
 # worker the campaign's gold-light HITs first. 4 in a row leave P(guessing) at 0.02 under the trust model.
 QUALITY_GOLD_LIGHT_AFTER = env.int("QUALITY_GOLD_LIGHT_AFTER", default=4)
 QUALITY_PEER_MIN_ITEMS = env.int("QUALITY_PEER_MIN_ITEMS", default=8)
-QUALITY_PEER_AGREEMENT_MIN = env.float("QUALITY_PEER_AGREEMENT_MIN", default=0.7)
 # Fewer comparisons than QUALITY_PEER_MIN_ITEMS may still condemn a worker when P(accuracy < FLAG_BELOW) reaches
 # QUALITY_POSTERIOR_HIT_LEVEL; below this many, careful workers who disagree on four or five pairs reach it at times.
 QUALITY_PEER_STRONG_MIN_ITEMS = env.float("QUALITY_PEER_STRONG_MIN_ITEMS", default=5.0)
-QUALITY_PEER_AGREEMENT_EXCUSE = env.float("QUALITY_PEER_AGREEMENT_EXCUSE", default=0.8)
 QUALITY_PEER_WAIT_HOURS = env.float("QUALITY_PEER_WAIT_HOURS", default=72.0)
 # The crowd check before approval (annotator/services/quality/crowd_check.py): flag a worker when P(accuracy < BELOW)
 # is at least LEVEL over their answers in the campaign (HIT_LEVEL on one HIT's); excuse a tolerated gold
