@@ -100,6 +100,19 @@ class RankingRunSerializer(serializers.ModelSerializer):
         return round(run.chunks_done / run.chunks_total, 4) if run.chunks_total else 0.0
 
 
+def _campaign_option_fields() -> list[str]:
+    from annotator.services.campaigns.options import OPTION_FIELDS
+
+    return list(OPTION_FIELDS)
+
+
+def _campaign_option_help() -> dict[str, dict]:
+    """The form's help text of each option, as the schema's field descriptions."""
+    from annotator.services.campaigns.options import OPTION_HELP
+
+    return {name: {"help_text": text} for name, text in OPTION_HELP.items()}
+
+
 class CampaignSerializer(serializers.ModelSerializer):
     shared_with = serializers.SlugRelatedField(many=True, read_only=True, slug_field="username")
     owner = serializers.SlugRelatedField(read_only=True, slug_field="username")
@@ -114,55 +127,17 @@ class CampaignSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Campaign
+        # Every option a create accepts comes back (OPTION_FIELDS), with the state the services keep.
         fields = [
             "id",
-            "name",
             "owner",
             "shared_with",
             "dataset",
             "runs",
             "status",
-            "direction",
-            "scale",
-            "rationale_followups",
-            "stage2_rationale_followups",
-            "sample_count",
-            "sample_fraction",
-            "seed",
-            "pool_depth",
-            "gold_exclusion_depth",
-            "candidates_per_hit",
-            "gold_positives_per_hit",
-            "gold_negatives_per_hit",
-            "gold_reuse_limit",
-            "redundancy",
-            "reward_cents",
-            "platform_fee_percent",
-            "budget_cents",
+            *_campaign_option_fields(),
             "spend",
-            "lease_minutes",
-            "max_hits_per_worker",
-            "qualification_items",
-            "qualification_pass_mark",
-            "qualification_cooldown_minutes",
-            "qualification_pool_size",
-            "qualification_positive_share",
             "qualification_pool",
-            "strict_gold",
-            "similarity_gold_threshold",
-            "gold_fail_action",
-            "auto_approve_hours",
-            "min_seconds_per_item",
-            "confidence_threshold",
-            "extra_assignment_cap",
-            "tolerated_gold_misses",
-            "label_model",
-            "machine_prior",
-            "adaptive_redundancy",
-            "settle_probability",
-            "settle_min_answers",
-            "max_answers_per_pair",
-            "gold_light_share",
             "created_at",
             "built_at",
             "launched_at",
@@ -170,6 +145,7 @@ class CampaignSerializer(serializers.ModelSerializer):
             "build_error",
         ]
         read_only_fields = fields
+        extra_kwargs = _campaign_option_help()
 
     def get_spend(self, campaign) -> dict:
         from annotator.selectors.spend import campaign_spend
@@ -514,12 +490,6 @@ class ShareSerializer(serializers.Serializer):
     usernames = serializers.ListField(child=serializers.CharField(max_length=150), allow_empty=True, max_length=100)
 
 
-def _campaign_option_fields() -> list[str]:
-    from annotator.services.campaigns.options import OPTION_FIELDS
-
-    return list(OPTION_FIELDS)
-
-
 def _policy_fields() -> list[str]:
     from annotator.services.quality.policy import POLICY_FIELDS
 
@@ -535,7 +505,10 @@ class CampaignCreateSerializer(serializers.ModelSerializer):
     class Meta:
         model = Campaign
         fields = ["dataset", "runs", *_campaign_option_fields()]
-        extra_kwargs = {name: {"required": False} for name in _campaign_option_fields() if name != "name"}
+        extra_kwargs = {
+            name: {**_campaign_option_help().get(name, {}), **({"required": False} if name != "name" else {})}
+            for name in _campaign_option_fields()
+        }
 
 
 class CampaignPolicySerializer(serializers.ModelSerializer):

@@ -1,40 +1,41 @@
 """manage.py build_campaign --dataset D --runs ID,ID --name N [options] [--launch]"""
 
+from argparse import BooleanOptionalAction
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import BooleanField, FloatField, IntegerField
 
 from annotator.errors import ApplicationError
-from annotator.models import CampaignDirection, Dataset, RankingRun, Sampling, Scale
+from annotator.models import Campaign, CampaignDirection, Dataset, RankingRun, Sampling, Scale
 from annotator.selectors.campaigns import campaign_statistics
 from annotator.selectors.gold_exposure import qualification_pool_summary
 from annotator.services.campaigns.build import campaign_build
 from annotator.services.campaigns.lifecycle import campaign_create, campaign_launch
+from annotator.services.campaigns.options import OPTION_FIELDS, OPTION_HELP
 
-INT_OPTIONS = (
-    "sample_count",
-    "seed",
-    "pool_depth",
-    "gold_exclusion_depth",
-    "candidates_per_hit",
-    "gold_positives_per_hit",
-    "gold_negatives_per_hit",
-    "gold_reuse_limit",
-    "redundancy",
-    "reward_cents",
-    "lease_minutes",
-    "max_hits_per_worker",
-    "qualification_items",
-    "qualification_pool_size",
-)
-FLOAT_OPTIONS = (
-    "qualification_positive_share",
-    "sample_fraction",
-    "platform_fee_percent",
-    "cocaption_share",
-    "random_pair_share",
-    "similarity_positive_at",
-    "gold_light_share",
-)
+# Flags written by hand: the required name, and the direction, scale and sampling whose defaults depend on
+# each other (and "--no-rationale-followups", the one switch whose default is on). Every other option comes
+# from OPTION_FIELDS with its model field's type, choices and help text (option_flags).
+HAND_WRITTEN = {"name", "direction", "scale", "sampling", "rationale_followups"}
+
+
+def option_flags() -> list[tuple[str, dict]]:
+    """(flag, argparse keywords) for every campaign option that is not HAND_WRITTEN."""
+    flags = []
+    for name in OPTION_FIELDS:
+        if name in HAND_WRITTEN:
+            continue
+        field = Campaign._meta.get_field(name)
+        keywords = {"dest": name, "help": OPTION_HELP.get(name) or str(field.help_text or field.verbose_name)}
+        if isinstance(field, BooleanField):
+            keywords["action"] = BooleanOptionalAction
+        elif field.choices:
+            keywords["choices"] = [value for value, _ in field.choices]
+        elif isinstance(field, (IntegerField, FloatField)):
+            keywords["type"] = int if isinstance(field, IntegerField) else float
+        flags.append(("--" + name.replace("_", "-"), keywords))
+    return flags
 
 
 class Command(BaseCommand):
@@ -56,10 +57,8 @@ class Command(BaseCommand):
             help="t2t/i2i: pool the runs' own top k, or cxc (other modality, co-captions, random pairs)",
         )
         parser.add_argument("--no-rationale-followups", action="store_true", help="do not ask why (four-choice)")
-        for name in INT_OPTIONS:
-            parser.add_argument("--" + name.replace("_", "-"), type=int, dest=name)
-        for name in FLOAT_OPTIONS:
-            parser.add_argument("--" + name.replace("_", "-"), type=float, dest=name)
+        for flag, keywords in option_flags():
+            parser.add_argument(flag, **keywords)
         parser.add_argument("--launch", action="store_true", help="launch it once built")
 
     def handle(self, *args, **opts):
@@ -77,7 +76,7 @@ class Command(BaseCommand):
         if missing:
             raise CommandError(f"No ranking runs with ids {missing}.")
         owner = self._owner(opts.get("owner"), dataset)
-        options = {name: opts[name] for name in (*INT_OPTIONS, *FLOAT_OPTIONS) if opts.get(name) is not None}
+        options = {name: opts[name] for name in OPTION_FIELDS if name not in HAND_WRITTEN and opts[name] is not None}
         intra = opts["direction"] in (CampaignDirection.T2T, CampaignDirection.I2I)
         scale = opts["scale"] or (Scale.SIMILARITY if intra else Scale.FOUR_CHOICE)
         options.update(direction=opts["direction"], scale=scale, name=opts["name"], sampling=opts["sampling"])

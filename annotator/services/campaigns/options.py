@@ -61,6 +61,47 @@ OPTION_FIELDS = (
     "max_answers_per_pair",
     "gold_light_share",
 )
+# What each option means, in the words the form, the API's schema and `build_campaign --help` show.
+OPTION_HELP = {
+    "direction": "Both = ECCV's two stages: image-to-caption HITs first, then caption-to-image HITs.",
+    "scale": "Caption-caption and image-image campaigns use the 0-5 similarity scale.",
+    "rationale_followups": "Ask why for 'Partially YES' and 'Mostly NO' (four-choice scale only); for `both`, "
+    "in the first (image-to-caption) stage.",
+    "stage2_rationale_followups": "`both` only: ask why in the second (caption-to-image) stage too. ECCV Caption "
+    "asks it without.",
+    "sample_count": "Queries drawn per stage with the seed; leave both empty to take every query.",
+    "sample_fraction": "Between 0 and 1, instead of a count.",
+    "seed": "The same seed and options build the same HITs.",
+    "sampling": "Caption-caption and image-image pairs: the runs' own top k, or Crisscrossed Captions' other "
+    "modality (image pairs from caption similarity, caption pairs from a visual or CLIP run).",
+    "cocaption_share": "Crisscrossed Captions sampling: the share of caption pairs taken from the same image.",
+    "random_pair_share": "Crisscrossed Captions sampling: random pairs added, as a share of the model pairs.",
+    "similarity_positive_at": "A pair is positive from this mean rating; empty: 3 (STS, SITS) or 2.5 (SIS).",
+    "pool_depth": "Each annotator's top k per query goes into the pool (ECCV: 5).",
+    "gold_exclusion_depth": "Gold negatives are in no annotator's top this many for their query (ECCV: 25).",
+    "gold_reuse_limit": "A gold pair appears in at most this many HITs.",
+    "qualification_pass_mark": "Above 0.5: the mean of the accuracy on matching and on non-matching items, so "
+    "answering the same to everything scores 0.5 and fails.",
+    "qualification_pool_size": "Pairs set aside for the qualification test only; never shown in a HIT.",
+    "qualification_positive_share": "The share of matching pairs in the qualification pool and in every test "
+    "(0.3 to 0.7); the rest are sure non-matching pairs.",
+    "gold_max_exposure": "A HIT gold pair seen by this many workers is replaced in the HITs nobody has opened.",
+    "redundancy": "Distinct workers per HIT, 1 to 9.",
+    "reward_cents": "Paid per approved HIT, in cents.",
+    "platform_fee_percent": "Added on top of the rewards in the cost estimate.",
+    "max_hits_per_worker": "Leave empty for no cap.",
+    "tolerated_gold_misses": "Gold misses per HIT forgiven when the crowd vouches for the worker.",
+    "label_model": "How answers become labels; the posterior also gives each label a 90% interval.",
+    "machine_prior": "Let the ranking runs' scores inform each pair's prior.",
+    "adaptive_redundancy": "Ask again only about pairs whose label is not settled yet (follow-up HITs).",
+    "settle_probability": "A pair is settled when P(positive) or P(negative) reaches this (0.5 to 0.9999).",
+    "settle_min_answers": "Answers a pair needs before it can settle (the machine prior counts as one).",
+    "max_answers_per_pair": "No follow-up HIT asks about a pair that has this many answers.",
+    "gold_light_share": "Adaptive gold: this share of the HITs holds one gold item instead of two and, in the "
+    "other's place, a candidate ranked just below the pooling depth; workers with a clean gold record get them "
+    "first. 0 = every HIT has the full gold.",
+}
+
 # Options that change what a build produces (a rebuild with the same values is a no-op).
 BUILD_FIELDS = (
     "direction",
