@@ -14,6 +14,7 @@ from annotator.scenarios.simulation import (
     SimulationConfig,
     SimWorker,
     simulate_crowd,
+    simulate_variants,
 )
 
 pytestmark = pytest.mark.django_db
@@ -124,3 +125,52 @@ def test_the_command_compares_fixed_adaptive_and_model_assisted_side_by_side(cap
     assert answers["fixed"] >= 2.5 and answers["adaptive"] < answers["fixed"] and answers["assisted"] < answers["fixed"]
     for row in rows.values():
         assert 0.0 <= float(row[1]) <= 1.0 and (row[3] == "n/a" or 0.0 <= float(row[3]) <= 1.0)
+
+
+FIGURES = (
+    "label_accuracy",
+    "accuracy",
+    "answers_per_pair",
+    "interval_coverage",
+    "calibration_error",
+    "bad_flagged_count",
+    "bad_assignments",
+    "good_flagged_count",
+    "good_assignments",
+    "approved_assignments",
+    "unfinished_pairs",
+    "followup_hits",
+    "cost_cents",
+    "review",
+    "extra_assignments",
+    "gold_repeats",
+    "qualification_pool",  # which test items each worker drew: the product seeds that draw with ids
+)
+
+
+def test_a_variant_gets_the_same_figures_alone_and_beside_the_others():
+    """Each variant runs on its own requester, crowd and random streams, and leaves nothing behind: the
+    model-assisted variant's figures for a seed are the same after the fixed variant ran beside it, alone,
+    and alone again (with the qualification test and colluders on, which read ids and HIT positions)."""
+    config = SimulationConfig(
+        images=12,
+        workers=10,
+        seed=4,
+        ranking="proposal",
+        qualification_items=4,
+        hits_per_worker=4,
+        bad_kinds=(COLLUDER, GOLD_LEARNER, COLLUDER),
+        bad_share=0.3,
+        test_accuracy=0.98,
+        middle_share=1 / 6,
+        rank_difficulty=0.1,
+    )
+    beside = simulate_variants(config, ["fixed", "assisted"])
+    alone = simulate_variants(config, ["assisted"])
+    again = simulate_variants(config, ["assisted"])
+    figures = [{key: run.metrics[key] for key in FIGURES} for run in (beside[1], alone[0], again[0])]
+    # The product seeds its draws with ids (qualification items, gold rotation): the same ids, the same draws.
+    assert beside[1].campaign_id == alone[0].campaign_id == again[0].campaign_id
+    assert figures[0]["approved_assignments"] > 0 and figures[0]["bad_assignments"] > 0
+    assert figures[0] == figures[1], (figures[0], figures[1])
+    assert figures[1] == figures[2]
