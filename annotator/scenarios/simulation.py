@@ -217,8 +217,8 @@ class SimWorker:
     sheet: tuple = ()  # colluders: the shared answer sheet, one choice per HIT position
 
     def seconds(self) -> float:
-        if self.kind == TOO_FAST:
-            return round(0.4 * math.exp(self.rng.gauss(0.0, 0.35)), 2)
+        if self.kind == TOO_FAST:  # always under the campaign's 1 s minimum per item
+            return round(min(0.4 * math.exp(self.rng.gauss(0.0, 0.35)), 0.95), 2)
         return round(MEDIAN_SECONDS.get(self.kind, 2.5) * math.exp(self.rng.gauss(0.0, 0.35)), 2)
 
     def accuracy_on(self, *, positive: bool, rank: int | None = None, test: bool = False) -> float:

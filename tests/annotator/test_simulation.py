@@ -7,12 +7,15 @@ from django.core.management import call_command
 
 from annotator.models import Assignment, AssignmentEvent, AssignmentStatus, Label, QualificationAttempt
 from annotator.scenarios.simulation import (
+    ALWAYS_NO,
     BAD_KINDS,
     CAREFUL,
     COLLUDER,
     GOLD_LEARNER,
+    TOO_FAST,
     SimulationConfig,
     SimWorker,
+    collusion_sheet,
     simulate_crowd,
     simulate_variants,
 )
@@ -82,8 +85,9 @@ def test_the_default_crowd_is_a_real_one_and_each_bad_kind_behaves_as_named():
         for n in range(4000)
     )
     assert abs(right / 4000 - 0.87) < 0.02
-    colluders = [SimWorker(worker=None, kind=COLLUDER, rng=random.Random(k), collusion_salt="s") for k in range(2)]
-    said = [[c.judge(True, pair_id=n)["choice"] for n in range(400)] for c in colluders]
+    sheet = collusion_sheet(random.Random(5), length=400)
+    colluders = [SimWorker(worker=None, kind=COLLUDER, rng=random.Random(k), sheet=sheet) for k in range(2)]
+    said = [[c.judge(True, pair_id=n, position=n)["choice"] for n in range(400)] for c in colluders]
     assert said[0] == said[1] and 0.4 < said[0].count("yes") / 400 < 0.6
     learner = SimWorker(worker=None, kind=GOLD_LEARNER, rng=random.Random(2))
     assert {learner.judge(n % 2 == 0, pair_id=n, gold=True)["choice"] for n in range(0, 40, 2)} == {"yes"}
@@ -174,3 +178,57 @@ def test_a_variant_gets_the_same_figures_alone_and_beside_the_others():
     assert figures[0]["approved_assignments"] > 0 and figures[0]["bad_assignments"] > 0
     assert figures[0] == figures[1], (figures[0], figures[1])
     assert figures[1] == figures[2]
+
+
+def test_the_grid_crowds_kinds_behave_as_named():
+    """Careful workers near-flawless on the test but not at work; one answer in six a middle answer; negatives
+    ranked first harder; colluders answer from one shared sheet by HIT position, whatever the pair; always-no
+    says no; too-fast workers answer in under a second."""
+    careful = SimWorker(
+        worker=None,
+        kind=CAREFUL,
+        rng=random.Random(3),
+        accuracy=0.85,
+        test_accuracy=0.99,
+        middle_share=1 / 6,
+        rank_difficulty=0.2,
+    )
+    n = 6000
+
+    def right_share(**kwargs):
+        positive = kwargs.pop("positive")
+        said = [careful.judge(positive, **kwargs)["choice"] in ("yes", "partially_yes") for _ in range(n)]
+        return sum(s == positive for s in said) / n
+
+    assert right_share(positive=False, test=True) > 0.98
+    assert abs(right_share(positive=True) - 0.85) < 0.02
+    assert abs(right_share(positive=False, rank=1) - 0.65) < 0.02  # 0.85 less the first rank's 0.2
+    assert abs(right_share(positive=False, rank=2) - 0.75) < 0.02
+    assert abs(right_share(positive=False, rank=9) - 0.85) < 0.02
+    middle = [careful.judge(True)["choice"] in ("partially_yes", "mostly_no") for _ in range(n)]
+    assert abs(sum(middle) / n - 1 / 6) < 0.02
+    sheet = collusion_sheet(random.Random(7))
+    colluders = [SimWorker(worker=None, kind=COLLUDER, rng=random.Random(k), sheet=sheet) for k in range(2)]
+    by_position = [
+        [c.judge(k % 3 == 0, pair_id=100 * k + j, position=k)["choice"] for k in range(40)]
+        for j, c in enumerate(colluders)
+    ]
+    assert by_position[0] == by_position[1] == list(sheet[:40])
+    assert {SimWorker(worker=None, kind=ALWAYS_NO, rng=random.Random(1)).judge(True)["choice"]} == {"no"}
+    too_fast = SimWorker(worker=None, kind=TOO_FAST, rng=random.Random(1))
+    assert max(too_fast.judge(True)["seconds_spent"] for _ in range(200)) < 1.0
+
+
+def test_the_default_crowd_is_sized_to_finish_and_an_unfinished_campaign_says_so():
+    """By default the crowd is large enough for the cap (4.5 assignments per first-round HIT, 3 HITs each);
+    a crowd too small leaves pairs unlabelled and the report says so, with accuracy over the labelled pairs."""
+    assert SimulationConfig().crowd_size(hits=47) == 71  # the issue's 150 images: 47 HITs
+    assert SimulationConfig(workers=40).crowd_size(hits=47) == 40
+    config = SimulationConfig(images=16, workers=2, hits_per_worker=1, seed=5, ranking="proposal", bad_share=0)
+    result = simulate_crowd(config)
+    m = result.metrics
+    assert m["unfinished_pairs"] > 0 and m["candidate_pairs"] > m["unfinished_pairs"]
+    assert m["label_accuracy"] >= 0.8  # over the labelled pairs: the unlabelled ones are not counted as wrong
+    unfinished = next(line for line in result.as_text().splitlines() if line.startswith("UNFINISHED"))
+    assert f"{m['unfinished_pairs']} of {m['candidate_pairs']} pairs had no label" in unfinished
+    assert "crowd too small / cap reached" in unfinished
