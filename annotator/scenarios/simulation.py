@@ -16,11 +16,21 @@ worker who has memorised them would know). Worker kinds:
 - random: clicks one of the four answers at random;
 - always_yes: answers "100% YES" to everything;
 - adversarial: answers the opposite of what they see;
-- colluder: all colluders give the same answer to a pair (a shared coin per pair), so they agree with
-  each other and not with the truth;
-- gold_learner: answers gold items right (they have learnt them) and clicks at random otherwise.
-The default crowd is `bad_share` bad workers of the five bad kinds in turn, the rest careful; each worker
-does at most `hits_per_worker` HITs (the campaign's max_hits_per_worker), as real crowds do 2-3 each.
+- colluder: answers from one sheet shared by all colluders, by the item's position in the HIT, so they
+  agree with each other and not with the truth;
+- gold_learner: answers gold items right (they have learnt them) and clicks at random otherwise;
+- always_no: answers "100% NO" to everything; too_fast: clicks at random in under a second per item.
+The default crowd is `bad_share` bad workers of the five default bad kinds in turn, the rest careful; each
+worker does at most `hits_per_worker` HITs (the campaign's max_hits_per_worker), as real crowds do 2-3 each,
+and the crowd is sized after the build so the campaign can finish within that cap (`crowd_size`). What a
+crowd cannot finish is reported apart ("UNFINISHED: N pairs had no label"), never counted as wrong labels.
+Careful workers can be better on the qualification test than at work (`test_accuracy`), give a middle
+answer `middle_share` of the time, and err more on negatives the annotators ranked first
+(`rank_difficulty`). `bench/crowd_quality.py --grid` runs a grid of such crowds.
+
+Each rehearsal is isolated: its own requester and crowd, random streams derived from (seed, variant), the
+id sequences reset before and its rows deleted after (the product seeds draws with ids), so a variant gives
+the same figures for a seed alone, beside other variants, or run again.
 
 `--variant` picks the campaign's policy: `defaults` (the campaign defaults: redundancy 1, adaptive
 redundancy with the machine prior), `fixed` (redundancy 3, no adaptive redundancy, no machine prior),
@@ -87,7 +97,7 @@ ALL_BAD_KINDS = (*BAD_KINDS, ALWAYS_NO, TOO_FAST)
 # the smallest crowd holds two of them (one colluder alone is just a worker with a bad sheet).
 GRID_BAD_KINDS = (COLLUDER, RANDOM, COLLUDER, ALWAYS_YES, ALWAYS_NO, TOO_FAST, ADVERSARIAL, GOLD_LEARNER)
 MIN_CROWD = 20
-CROWD_ASSIGNMENTS_PER_HIT = 4.5
+CROWD_ASSIGNMENTS_PER_HIT = 6
 # The campaign options of each policy variant (everything else is the campaign default).
 VARIANTS = {
     "defaults": {},
@@ -643,21 +653,30 @@ def _clean_up(*, requester_name: str, worker_prefix: str) -> None:
     _reset_id_sequences()
 
 
-def simulate_crowd(config: SimulationConfig, *, log=None, prepared: Prepared | None = None) -> SimulationResult:
+def simulate_crowd(
+    config: SimulationConfig, *, log=None, prepared: Prepared | None = None, keep: bool = False
+) -> SimulationResult:
     """Run the whole rehearsal and measure it; see the module docstring.
 
     Isolated: the campaign has its own requester and crowd, made fresh, with random streams derived from
     (seed, variant); the id sequences are reset before it starts and everything it made is deleted after
-    it is measured (only `prepared`, the dataset and its ranking runs, stays). So the same config gives the
-    same figures whatever ran before it or beside it in the same database."""
+    it is measured (only `prepared`, the dataset and its ranking runs, stays; `keep` leaves the campaign,
+    its crowd and requester in place to look at, until the next rehearsal of the same seed and variant).
+    So the same config gives the same figures whatever ran before it or beside it in the same database."""
     prepared = prepared or simulation_prepare(config, log=log)
     requester_name = f"sim-requester-{config.seed}-{config.variant}"
     worker_prefix = f"SIM{config.seed}{config.variant.upper()}X"
     _clean_up(requester_name=requester_name, worker_prefix=worker_prefix)
+    kept = False
     try:
-        return _rehearse(config, prepared=prepared, requester_name=requester_name, worker_prefix=worker_prefix, log=log)
+        result = _rehearse(
+            config, prepared=prepared, requester_name=requester_name, worker_prefix=worker_prefix, log=log
+        )
+        kept = keep
+        return result
     finally:
-        _clean_up(requester_name=requester_name, worker_prefix=worker_prefix)
+        if not kept:
+            _clean_up(requester_name=requester_name, worker_prefix=worker_prefix)
 
 
 def _best_ranks(campaign: Campaign) -> dict[int, int]:

