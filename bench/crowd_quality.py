@@ -225,7 +225,7 @@ def run_grid(args) -> None:
             "coverage": _mean(m["interval_coverage"] for m in rows),
             "ece": _mean(m["calibration_error"] for m in rows),
             "bad": bad / bad_n if bad_n else 1.0,
-            "bad_text": f"{bad / max(bad_n, 1):.3f} ({bad}/{bad_n})",
+            "bad_text": f"{bad / bad_n:.3f} ({bad}/{bad_n})" if bad_n else "none got through the test (0/0)",
             "good": good / good_n if good_n else 0.0,
             "good_text": f"{good / max(good_n, 1):.3f} ({good}/{good_n})",
             "unfinished": sum(m["unfinished_pairs"] for m in rows),
