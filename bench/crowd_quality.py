@@ -310,7 +310,6 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
-    from annotator.models import Campaign
     from annotator.scenarios.simulation import SimulationConfig, simulate_variants, truth_lookup
 
     call_command("migrate", verbosity=0)
@@ -337,7 +336,20 @@ def main() -> None:
             annotators=tuple(a.strip() for a in args.annotators.split(",") if a.strip()),
             gold_light_share=args.gold_light_share,
         )
-        results = simulate_variants(config, variants)
+        spread = config.careful_spread
+
+        def oracle_of(campaign, config=config, spread=spread):
+            """The oracle bound on the model-assisted campaign, read before the rehearsal is deleted."""
+            if args.no_oracle or not (campaign.machine_prior and campaign.adaptive_redundancy):
+                return None
+            return oracle_bound(
+                campaign_id=campaign.pk,
+                truth_of=truth_lookup(campaign),
+                settle=campaign.settle_probability,
+                careful=(config.careful_accuracy - spread, config.careful_accuracy + spread),
+            )
+
+        results = simulate_variants(config, variants, inspect=oracle_of)
         for result in results:
             m = result.metrics
             row = totals[m["variant"]]
@@ -361,16 +373,9 @@ def main() -> None:
                 f" HITs light) unfinished {m['unfinished_pairs']}/{m['candidate_pairs']}",
                 flush=True,
             )
-        assisted = [r for r in results if r.metrics["variant"] == "assisted"]
-        if assisted and not args.no_oracle:
-            campaign = Campaign.objects.get(pk=assisted[0].campaign_id)
-            spread = config.careful_spread
-            answers, accuracy = oracle_bound(
-                campaign_id=campaign.pk,
-                truth_of=truth_lookup(campaign),
-                settle=campaign.settle_probability,
-                careful=(config.careful_accuracy - spread, config.careful_accuracy + spread),
-            )
+        assisted = [r for r in results if r.metrics["variant"] == "assisted" and r.inspected is not None]
+        if assisted:
+            answers, accuracy = assisted[0].inspected
             oracle.append((answers, accuracy))
             print(f"seed {seed} oracle    accuracy {accuracy:.3f} answers/pair {answers:.2f}", flush=True)
     print(f"\n{args.seeds} seeds, {args.images} images, {args.workers} workers, {time.perf_counter() - started:.0f} s")

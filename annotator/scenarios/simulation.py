@@ -304,6 +304,7 @@ class SimulationResult:
     candidate_source: str
     table: list[tuple[str, str]] = field(default_factory=list)
     metrics: dict = field(default_factory=dict)
+    inspected: object = None  # what simulate_crowd's `inspect` returned
 
     def as_text(self) -> str:
         width = max(len(name) for name, _ in self.table)
@@ -654,15 +655,17 @@ def _clean_up(*, requester_name: str, worker_prefix: str) -> None:
 
 
 def simulate_crowd(
-    config: SimulationConfig, *, log=None, prepared: Prepared | None = None, keep: bool = False
+    config: SimulationConfig, *, log=None, prepared: Prepared | None = None, keep: bool = False, inspect=None
 ) -> SimulationResult:
     """Run the whole rehearsal and measure it; see the module docstring.
 
     Isolated: the campaign has its own requester and crowd, made fresh, with random streams derived from
     (seed, variant); the id sequences are reset before it starts and everything it made is deleted after
     it is measured (only `prepared`, the dataset and its ranking runs, stays; `keep` leaves the campaign,
-    its crowd and requester in place to look at, until the next rehearsal of the same seed and variant).
-    So the same config gives the same figures whatever ran before it or beside it in the same database."""
+    its crowd and requester in place to look at, until the next rehearsal of the same seed and variant;
+    `inspect(campaign)`, when given, is called on the finished campaign before it is deleted, and what it
+    returns is kept in `result.inspected`). So the same config gives the same figures whatever ran before
+    it or beside it in the same database."""
     prepared = prepared or simulation_prepare(config, log=log)
     requester_name = f"sim-requester-{config.seed}-{config.variant}"
     worker_prefix = f"SIM{config.seed}{config.variant.upper()}X"
@@ -672,6 +675,8 @@ def simulate_crowd(
         result = _rehearse(
             config, prepared=prepared, requester_name=requester_name, worker_prefix=worker_prefix, log=log
         )
+        if inspect is not None:
+            result.inspected = inspect(Campaign.objects.get(pk=result.campaign_id))
         kept = keep
         return result
     finally:
@@ -1093,14 +1098,19 @@ def _measure(*, config, campaign, crowd, truth_of, source, rank_of: dict | None 
     return result
 
 
-def simulate_variants(config: SimulationConfig, variants: list[str], *, log=None) -> list[SimulationResult]:
+def simulate_variants(
+    config: SimulationConfig, variants: list[str], *, log=None, inspect=None
+) -> list[SimulationResult]:
     """The same rehearsal once per variant: the same dataset and ranking runs, the same people (worker
     accuracies), and for each variant its own fresh requester, crowd and random streams (see
     `simulate_crowd`), so each variant's figures are those it gets alone."""
     from dataclasses import replace
 
     prepared = simulation_prepare(config, log=log)
-    return [simulate_crowd(replace(config, variant=variant), log=log, prepared=prepared) for variant in variants]
+    return [
+        simulate_crowd(replace(config, variant=variant), log=log, prepared=prepared, inspect=inspect)
+        for variant in variants
+    ]
 
 
 def variants_table(results: list[SimulationResult]) -> str:
