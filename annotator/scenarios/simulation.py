@@ -903,6 +903,9 @@ def _measure(*, config, campaign, crowd, truth_of, source, rank_of: dict | None 
         )
     )
     unfinished = len(truth) - len(finished)
+    open_hits = Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN).count()
+    cap = campaign.max_hits_per_worker
+    at_cap = sum(1 for sim in crowd if cap is not None and sim.done >= cap)
     accuracy = {}
     positives_found = 0
     methods = [AggregationMethod.POSTERIOR, AggregationMethod.MAJORITY, AggregationMethod.GOLD_WEIGHTED]
@@ -976,6 +979,8 @@ def _measure(*, config, campaign, crowd, truth_of, source, rank_of: dict | None 
         "cost_per_verified_positive_cents": (cost_cents / positives_found) if positives_found else None,
         "candidate_pairs": len(truth),
         "unfinished_pairs": unfinished,
+        "open_hits_left": open_hits,
+        "workers_at_cap": at_cap,
         "true_positive_pairs": sum(truth.values()),
         "approved_assignments": approved,
         "careful_gold_share": careful_gold_share,
@@ -1038,8 +1043,9 @@ def _measure(*, config, campaign, crowd, truth_of, source, rank_of: dict | None 
                 (
                     "UNFINISHED",
                     f"{unfinished} of {len(truth)} pairs had no label: crowd too small / cap reached "
-                    f"({len(crowd)} workers, at most {campaign.max_hits_per_worker} HITs each); accuracy is over "
-                    f"the {len(finished)} labelled pairs",
+                    f"({len(crowd)} workers, at most {campaign.max_hits_per_worker} HITs each, {at_cap} at the "
+                    f"cap; {open_hits} HITs left open that no worker could claim); accuracy is over the "
+                    f"{len(finished)} labelled pairs",
                 )
             ]
             if unfinished
