@@ -19,11 +19,24 @@ logistic model of the machine features fitted on the truth itself), stopping at 
 probability (default 0.95) or 5 answers, with the crowd's careful workers only (Monte Carlo, 400 runs per
 pair). No real policy can do better on the same evidence, so it says whether a goal is reachable at all.
 
-`--bad-kinds` sets the bad workers' kinds in turn and `--collusion position` makes the colluders answer from one
-shared sheet by HIT position; the share of colluders' assignments flagged is printed on its own line.
+`--bad-kinds` sets the bad workers' kinds in turn (colluders answer from one shared sheet by HIT position); the
+share of colluders' assignments flagged is printed on its own line, and so is the posterior's check on gold
+(`campaign_gold_check`: coverage of the gold pairs scored as unknown, and the widening in force).
 
     DATABASE_URL=postgres://... .venv/bin/python bench/crowd_quality.py --seeds 2 [--first-seed 1 --images 60]
-    ... --bad-kinds colluder,random,always_yes,adversarial,gold_learner --collusion position  (two colluders)
+
+`--grid` runs a grid of crowds instead, at the product's defaults (the `defaults` variant, the campaign's own
+qualification test): careful workers' accuracy at work 0.80 / 0.85 / 0.90 / 0.95 (`--accuracies`) times a bad
+share of 10% / 20% / 30% (`--bad-shares`) whose kinds come in turn from GRID_BAD_KINDS (colluders answering
+from one shared sheet by HIT position, random, always-yes, always-no, too fast, adversarial, gold learners).
+Every cell's careful workers are near-flawless on the qualification test (`--test-accuracy`, 0.98) but not at
+work, give one answer in six as a middle answer (`--middle-share`), and err more on negatives the annotators
+ranked first (`--rank-difficulty`); the crowd is sized so the campaign can finish (3 HITs per worker). The
+dataset and its ranking runs are made once per seed and shared by every cell. Every goal is reported per
+cell, and the worst cell is what counts:
+
+    DATABASE_URL=postgres://... .venv/bin/python bench/crowd_quality.py --grid --seeds 10 --first-seed 1
+    ... --grid --quick --cells c85-b20,c90-b30      # a subset, 24 images, one seed
 """
 
 from __future__ import annotations
@@ -43,6 +56,11 @@ ANSWERS_SHARE_GOAL = 2 / 3  # of fixed redundancy 3's answers per pair
 COVERAGE_GOAL = (0.85, 0.95)
 GOOD_FLAGGED_GOAL = 0.05
 BAD_CAUGHT_GOAL = 0.95
+ACCURACY_GOAL_FROM = 0.85  # the accuracy goal holds where careful workers are at least this accurate
+ANSWERS_GOAL_FROM = 0.90  # answers <= 2/3 of fixed redundancy 3 where careful workers are at least this
+FIXED_REDUNDANCY = 3
+GRID_ACCURACIES = (0.80, 0.85, 0.90, 0.95)
+GRID_BAD_SHARES = (0.10, 0.20, 0.30)
 
 
 def oracle_bound(*, campaign_id: int, truth_of, settle: float, careful: tuple[float, float], runs: int = 400):
@@ -83,21 +101,191 @@ def oracle_bound(*, campaign_id: int, truth_of, settle: float, careful: tuple[fl
     return float(answers.mean()), float(correct.mean())
 
 
+def cell_name(accuracy: float, bad_share: float) -> str:
+    return f"c{round(accuracy * 100)}-b{round(bad_share * 100)}"
+
+
+def _mean(values) -> float:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else float("nan")
+
+
+def grid_goals(cells: dict[str, dict]) -> list[tuple[str, str, bool | None, str]]:
+    """(goal, cell, passed or None where the goal does not apply, the figure) for every goal and cell."""
+    rows = []
+    by_share: dict[float, list[tuple[float, str]]] = {}
+    for name, cell in cells.items():
+        by_share.setdefault(cell["bad_share"], []).append((cell["careful_accuracy"], name))
+    for name, cell in cells.items():
+        accuracy, careful = cell["accuracy"], cell["careful_accuracy"]
+        rows.append(("every pair labelled", name, cell["unfinished"] == 0, f"{cell['unfinished']} unfinished"))
+        rows.append(
+            (
+                f"accuracy >= {ACCURACY_GOAL} where careful >= {ACCURACY_GOAL_FROM}",
+                name,
+                accuracy >= ACCURACY_GOAL if careful >= ACCURACY_GOAL_FROM - 1e-9 else None,
+                f"{accuracy:.3f}",
+            )
+        )
+        rows.append((f"bad work caught >= {BAD_CAUGHT_GOAL}", name, cell["bad"] >= BAD_CAUGHT_GOAL, cell["bad_text"]))
+        rows.append(
+            (f"good work flagged <= {GOOD_FLAGGED_GOAL}", name, cell["good"] <= GOOD_FLAGGED_GOAL, cell["good_text"])
+        )
+        coverage = cell["coverage"]
+        rows.append(
+            (
+                f"90% intervals hold the oracle P {COVERAGE_GOAL[0]}-{COVERAGE_GOAL[1]}",
+                name,
+                COVERAGE_GOAL[0] <= coverage <= COVERAGE_GOAL[1],
+                f"{coverage:.3f}",
+            )
+        )
+        limit = FIXED_REDUNDANCY * ANSWERS_SHARE_GOAL
+        rows.append(
+            (
+                f"answers/pair <= {limit:.2f} (2/3 of fixed {FIXED_REDUNDANCY}) where careful >= {ANSWERS_GOAL_FROM}",
+                name,
+                cell["answers"] <= limit if careful >= ANSWERS_GOAL_FROM - 1e-9 else None,
+                f"{cell['answers']:.2f}",
+            )
+        )
+        stronger = sorted(a for a, _ in by_share[cell["bad_share"]] if a > careful)
+        if stronger:
+            neighbour = next(n for a, n in by_share[cell["bad_share"]] if a == stronger[0])
+            rows.append(
+                (
+                    "answers/pair rise as careful accuracy falls",
+                    name,
+                    cell["answers"] > cells[neighbour]["answers"],
+                    f"{cell['answers']:.2f} vs {cells[neighbour]['answers']:.2f} in {neighbour}",
+                )
+            )
+    return rows
+
+
+def worst_cell_verdicts(rows) -> list[tuple[str, list[str]]]:
+    """(goal, the cells that fail it with their figure) per goal: a goal passes only in every cell it applies to."""
+    verdicts = []
+    for goal in dict.fromkeys(goal for goal, *_ in rows):
+        failed = [f"{name} ({figure})" for g, name, passed, figure in rows if g == goal and passed is False]
+        verdicts.append((goal, failed))
+    return verdicts
+
+
+def run_grid(args) -> None:
+    from dataclasses import replace
+
+    from annotator.scenarios.simulation import GRID_BAD_KINDS, SimulationConfig, simulate_crowd, simulation_prepare
+
+    accuracies = [float(a) for a in args.accuracies.split(",") if a.strip()]
+    shares = [float(b) for b in args.bad_shares.split(",") if b.strip()]
+    grid = {cell_name(a, b): (a, b) for a in accuracies for b in shares}
+    wanted = [c.strip() for c in (args.cells or "").split(",") if c.strip()]
+    unknown = [c for c in wanted if c not in grid]
+    if unknown:
+        raise SystemExit(f"Unknown cells {', '.join(unknown)}; the grid has {', '.join(grid)}.")
+    if wanted:
+        grid = {name: grid[name] for name in wanted}
+    runs: dict[str, list[dict]] = {name: [] for name in grid}
+    started = time.perf_counter()
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        base = SimulationConfig(
+            images=args.images,
+            seed=seed,
+            workers=args.workers or None,
+            variant="defaults",
+            bad_kinds=GRID_BAD_KINDS,
+            test_accuracy=args.test_accuracy,
+            middle_share=args.middle_share,
+            rank_difficulty=args.rank_difficulty,
+            hits_per_worker=args.hits_per_worker or None,
+            qualification_items=None,  # the campaign's own test
+            gold_light_share=args.gold_light_share,
+            annotators=tuple(a.strip() for a in args.annotators.split(",") if a.strip()),
+        )
+        prepared = simulation_prepare(base)  # one dataset and ranking per seed, for every cell
+        for name, (accuracy, share) in grid.items():
+            result = simulate_crowd(replace(base, careful_accuracy=accuracy, bad_share=share), prepared=prepared)
+            m = result.metrics
+            runs[name].append(m)
+            print(
+                f"seed {seed} {name}: accuracy {m['label_accuracy']:.3f} answers/pair {m['answers_per_pair']:.2f} "
+                f"coverage {m['interval_coverage'] or 0:.3f} ECE {m['calibration_error']:.3f} bad "
+                f"{m['bad_flagged_count']}/{m['bad_assignments']} good {m['good_flagged_count']}/"
+                f"{m['good_assignments']} unfinished {m['unfinished_pairs']}/{m['candidate_pairs']} "
+                f"({m['seconds']:.0f} s)",
+                flush=True,
+            )
+    cells = {}
+    for name, rows in runs.items():
+        accuracy, share = grid[name]
+        bad, bad_n = sum(m["bad_flagged_count"] for m in rows), sum(m["bad_assignments"] for m in rows)
+        good, good_n = sum(m["good_flagged_count"] for m in rows), sum(m["good_assignments"] for m in rows)
+        cells[name] = {
+            "careful_accuracy": accuracy,
+            "bad_share": share,
+            "accuracy": _mean(m["label_accuracy"] for m in rows),
+            "answers": _mean(m["answers_per_pair"] for m in rows),
+            "coverage": _mean(m["interval_coverage"] for m in rows),
+            "ece": _mean(m["calibration_error"] for m in rows),
+            "bad": bad / bad_n if bad_n else 1.0,
+            "bad_text": f"{bad / bad_n:.3f} ({bad}/{bad_n})" if bad_n else "none got through the test (0/0)",
+            "good": good / good_n if good_n else 0.0,
+            "good_text": f"{good / max(good_n, 1):.3f} ({good}/{good_n})",
+            "unfinished": sum(m["unfinished_pairs"] for m in rows),
+            "kept_out": f"{sum(m['bad_workers_kept_out'] for m in rows)}/{sum(m['bad_workers'] for m in rows)}",
+        }
+    print(
+        f"\ngrid: {len(grid)} cells x {args.seeds} seeds (first {args.first_seed}), {args.images} images, "
+        f"test accuracy {args.test_accuracy:g}, middle share {args.middle_share:.3f}, rank difficulty "
+        f"{args.rank_difficulty:g}; {time.perf_counter() - started:.0f} s"
+    )
+    print("cell      accuracy  answers/pair  interval cover  ECE    bad caught           good flagged       unfinished")
+    for name, c in cells.items():
+        print(
+            f"{name:9s} {c['accuracy']:.3f}     {c['answers']:.2f}          {c['coverage']:.3f}           "
+            f"{c['ece']:.3f}  {c['bad_text']:20s} {c['good_text']:18s} {c['unfinished']}"
+            f"  (bad kept out by the test {c['kept_out']})"
+        )
+    print()
+    rows = grid_goals(cells)
+    for goal, name, passed, figure in rows:
+        verdict = "n/a " if passed is None else ("PASS" if passed else "FAIL")
+        print(f"{verdict}  {name:9s} {goal}: {figure}")
+    print("\nthe worst cell counts:")
+    verdicts = worst_cell_verdicts(rows)
+    overall = not any(failed for _, failed in verdicts)
+    for goal, failed in verdicts:
+        print(f"{'FAIL' if failed else 'PASS'}  {goal}" + (f": fails in {', '.join(failed)}" if failed else ""))
+    print(
+        f"\n{'PASS' if overall else 'FAIL'}  overall ({len(cells)} cells, seeds {args.first_seed}-"
+        f"{args.first_seed + args.seeds - 1})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=None, help="default 5 (1 with --quick)")
     parser.add_argument("--first-seed", type=int, default=1)
-    parser.add_argument("--images", type=int, default=60)
-    parser.add_argument("--workers", type=int, default=40)
-    parser.add_argument("--variants", default="fixed,adaptive,assisted")
-    parser.add_argument("--no-oracle", action="store_true", help="skip the oracle bound")
-    parser.add_argument("--careful-accuracy", type=float, default=None, help="careful workers' accuracy at work")
+    parser.add_argument("--images", type=int, default=None, help="default 60 (40 with --grid, 24 with --quick)")
     parser.add_argument(
-        "--careful-test-accuracy",
-        type=float,
-        default=None,
-        help="careful workers' accuracy on the qualification test (default: as at work)",
+        "--workers", type=int, default=None, help="default 40; 0: enough for the campaign to finish (--grid's default)"
     )
+    parser.add_argument("--variants", default="fixed,adaptive,assisted")
+    parser.add_argument("--grid", action="store_true", help="run the grid of crowds (see the module docstring)")
+    parser.add_argument("--cells", default="", help="--grid: only these cells, e.g. c85-b20,c90-b30")
+    parser.add_argument("--quick", action="store_true", help="24 images and one seed unless given")
+    parser.add_argument("--accuracies", default=",".join(f"{a:g}" for a in GRID_ACCURACIES))
+    parser.add_argument("--bad-shares", default=",".join(f"{b:g}" for b in GRID_BAD_SHARES))
+    parser.add_argument("--careful-accuracy", type=float, default=0.89, help="not --grid: careful workers at work")
+    parser.add_argument("--bad-share", type=float, default=0.2, help="not --grid")
+    parser.add_argument(
+        "--test-accuracy", type=float, default=None, help="careful workers on the test (--grid: 0.98; else as at work)"
+    )
+    parser.add_argument("--middle-share", type=float, default=None, help="default 0.25 (--grid: 1/6)")
+    parser.add_argument("--rank-difficulty", type=float, default=None, help="default 0 (--grid: 0.10)")
+    parser.add_argument("--hits-per-worker", type=int, default=3, help="0: no cap")
+    parser.add_argument("--no-oracle", action="store_true", help="skip the oracle bound")
     parser.add_argument(
         "--qualification-items", type=int, default=0, help="items of the qualification test (default 0: none)"
     )
@@ -113,19 +301,30 @@ def main() -> None:
         help="offline annotators whose runs the campaign pools (comma-separated; default both, as `make demo`)",
     )
     parser.add_argument("--bad-kinds", default=None, help="the bad workers' kinds, in turn (comma-separated)")
-    parser.add_argument("--collusion", default="pair", choices=["pair", "position"], help="the colluders' sheet")
     args = parser.parse_args()
+    args.seeds = args.seeds or (1 if args.quick else 5)
+    args.images = args.images or (24 if args.quick else 40 if args.grid else 60)
+    args.workers = (0 if args.grid else 40) if args.workers is None else args.workers
+    if args.grid:
+        args.test_accuracy = 0.98 if args.test_accuracy is None else args.test_accuracy
+        args.middle_share = 1 / 6 if args.middle_share is None else args.middle_share
+        args.rank_difficulty = 0.10 if args.rank_difficulty is None else args.rank_difficulty
+    else:
+        args.middle_share = 0.25 if args.middle_share is None else args.middle_share
+        args.rank_difficulty = 0.0 if args.rank_difficulty is None else args.rank_difficulty
 
     import django
 
     django.setup()
     from django.core.management import call_command
 
-    from annotator.models import Campaign
     from annotator.scenarios.simulation import SimulationConfig, simulate_variants, truth_lookup
     from annotator.selectors.posterior import campaign_gold_check
 
     call_command("migrate", verbosity=0)
+    if args.grid:
+        run_grid(args)
+        return
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     totals: dict[str, dict[str, list]] = {v: {} for v in variants}
     oracle: list[tuple[float, float]] = []
@@ -133,18 +332,37 @@ def main() -> None:
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         config = SimulationConfig(
             images=args.images,
-            workers=args.workers,
+            workers=args.workers or None,
             seed=seed,
+            bad_share=args.bad_share,
+            test_accuracy=args.test_accuracy,
+            middle_share=args.middle_share,
+            rank_difficulty=args.rank_difficulty,
+            hits_per_worker=args.hits_per_worker or None,
             qualification_items=args.qualification_items,
             ranking="auto",
             annotators=tuple(a.strip() for a in args.annotators.split(",") if a.strip()),
             gold_light_share=args.gold_light_share,
-            collusion=args.collusion,
             **({"bad_kinds": tuple(k.strip() for k in args.bad_kinds.split(","))} if args.bad_kinds else {}),
-            careful_test_accuracy=args.careful_test_accuracy,
-            **({} if args.careful_accuracy is None else {"careful_accuracy": args.careful_accuracy}),
+            careful_accuracy=args.careful_accuracy,
         )
-        results = simulate_variants(config, variants)
+        spread = config.careful_spread
+
+        def inspect(campaign, config=config, spread=spread):
+            """Read before the rehearsal is deleted: the posterior's check on gold, and the oracle bound on the
+            model-assisted campaign."""
+            check = campaign_gold_check(campaign=campaign)
+            oracle = None
+            if not args.no_oracle and campaign.machine_prior and campaign.adaptive_redundancy:
+                oracle = oracle_bound(
+                    campaign_id=campaign.pk,
+                    truth_of=truth_lookup(campaign),
+                    settle=campaign.settle_probability,
+                    careful=(config.careful_accuracy - spread, config.careful_accuracy + spread),
+                )
+            return {"gold_check": (check.coverage, check.inflation), "oracle": oracle}
+
+        results = simulate_variants(config, variants, inspect=inspect)
         for result in results:
             m = result.metrics
             row = totals[m["variant"]]
@@ -153,8 +371,7 @@ def main() -> None:
             colluders = m["flagged_by_kind"].get("colluder", (0, 0))
             row.setdefault("colluder_flagged", []).append(colluders[0])
             row.setdefault("colluder_assignments", []).append(colluders[1])
-            check = campaign_gold_check(campaign=Campaign.objects.get(pk=result.campaign_id))
-            for key, value in (("gold_coverage", check.coverage), ("inflation", check.inflation)):
+            for key, value in zip(("gold_coverage", "inflation"), result.inspected["gold_check"], strict=True):
                 row.setdefault(key, []).append(value)
             for key in (
                 "bad_flagged_count",
@@ -171,19 +388,12 @@ def main() -> None:
                 f"{m['answers_per_pair']:.2f} coverage {m['interval_coverage'] or 0:.3f} bad "
                 f"{m['bad_flagged_count']}/{m['bad_assignments']} good {m['good_flagged_count']}/{m['good_assignments']}"
                 f" careful gold share {m['careful_gold_share']:.3f} ({m['careful_gold_light_hits']}/{m['careful_hits']}"
-                f" HITs light) gold check: coverage {check.coverage or 0:.3f} inflation {check.inflation:.2f}",
+                f" HITs light) unfinished {m['unfinished_pairs']}/{m['candidate_pairs']}",
                 flush=True,
             )
-        assisted = [r for r in results if r.metrics["variant"] == "assisted"]
-        if assisted and not args.no_oracle:
-            campaign = Campaign.objects.get(pk=assisted[0].campaign_id)
-            spread = config.careful_spread
-            answers, accuracy = oracle_bound(
-                campaign_id=campaign.pk,
-                truth_of=truth_lookup(campaign),
-                settle=campaign.settle_probability,
-                careful=(config.careful_accuracy - spread, config.careful_accuracy + spread),
-            )
+        assisted = [r for r in results if r.metrics["variant"] == "assisted" and r.inspected["oracle"] is not None]
+        if assisted:
+            answers, accuracy = assisted[0].inspected["oracle"]
             oracle.append((answers, accuracy))
             print(f"seed {seed} oracle    accuracy {accuracy:.3f} answers/pair {answers:.2f}", flush=True)
     print(f"\n{args.seeds} seeds, {args.images} images, {args.workers} workers, {time.perf_counter() - started:.0f} s")

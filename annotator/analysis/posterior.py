@@ -176,11 +176,15 @@ def fit_posterior(
     spec = np.zeros((n_workers, 2))
     log_odds = np.zeros(n_pairs)
     crowd_prior = np.array([[a0, b0], [a0, b0]])
+    # What can tell the crowd's accuracy: answers on pairs whose truth is known (gold), or that someone else
+    # answered too. A pair's only answer agrees with the q it made itself, so counting it would make a crowd
+    # that answers each pair once look flawless and settle every pair on one answer.
+    informative = is_known[prow] | (answers[prow] >= 2)
     for _ in range(prior.iterations):
         # M-step: worker Beta posteriors and the pair prior.
         qv = q[prow]
         if prior.hierarchical:
-            crowd_prior = _crowd_prior(qv, verdicts, prior)
+            crowd_prior = _crowd_prior(qv[informative], verdicts[informative], prior)
         (sa, sb), (ta, tb) = crowd_prior
         sens[:, 0] = sa + np.bincount(wrow, weights=qv * verdicts, minlength=n_workers)
         sens[:, 1] = sb + np.bincount(wrow, weights=qv * (1 - verdicts), minlength=n_workers)

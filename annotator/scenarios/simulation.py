@@ -16,12 +16,21 @@ worker who has memorised them would know). Worker kinds:
 - random: clicks one of the four answers at random;
 - always_yes: answers "100% YES" to everything;
 - adversarial: answers the opposite of what they see;
-- colluder: all colluders give the same answer to a pair (a shared coin per pair), so they agree with
-  each other and not with the truth; with `collusion="position"` they answer from one shared sheet by HIT
-  position instead (the same answer sequence on every HIT, whatever the pairs);
-- gold_learner: answers gold items right (they have learnt them) and clicks at random otherwise.
-The default crowd is `bad_share` bad workers of the five bad kinds in turn, the rest careful; each worker
-does at most `hits_per_worker` HITs (the campaign's max_hits_per_worker), as real crowds do 2-3 each.
+- colluder: answers from one sheet shared by all colluders, by the item's position in the HIT, so they
+  agree with each other and not with the truth;
+- gold_learner: answers gold items right (they have learnt them) and clicks at random otherwise;
+- always_no: answers "100% NO" to everything; too_fast: clicks at random in under a second per item.
+The default crowd is `bad_share` bad workers of the five default bad kinds in turn, the rest careful; each
+worker does at most `hits_per_worker` HITs (the campaign's max_hits_per_worker), as real crowds do 2-3 each,
+and the crowd is sized after the build so the campaign can finish within that cap (`crowd_size`). What a
+crowd cannot finish is reported apart ("UNFINISHED: N pairs had no label"), never counted as wrong labels.
+Careful workers can be better on the qualification test than at work (`test_accuracy`), give a middle
+answer `middle_share` of the time, and err more on negatives the annotators ranked first
+(`rank_difficulty`). `bench/crowd_quality.py --grid` runs a grid of such crowds.
+
+Each rehearsal is isolated: its own requester and crowd, random streams derived from (seed, variant), the
+id sequences reset before and its rows deleted after (the product seeds draws with ids), so a variant gives
+the same figures for a seed alone, beside other variants, or run again.
 
 `--variant` picks the campaign's policy: `defaults` (the campaign defaults: redundancy 1, adaptive
 redundancy with the machine prior), `fixed` (redundancy 3, no adaptive redundancy, no machine prior),
@@ -81,7 +90,14 @@ from annotator.selectors.work import worker_may_take_work
 
 CAREFUL, RANDOM, ALWAYS_YES = "careful", "random", "always_yes"
 ADVERSARIAL, COLLUDER, GOLD_LEARNER = "adversarial", "colluder", "gold_learner"
-BAD_KINDS = (RANDOM, ALWAYS_YES, ADVERSARIAL, COLLUDER, GOLD_LEARNER)
+ALWAYS_NO, TOO_FAST = "always_no", "too_fast"
+BAD_KINDS = (RANDOM, ALWAYS_YES, ADVERSARIAL, COLLUDER, GOLD_LEARNER)  # the default crowd's, in turn
+ALL_BAD_KINDS = (*BAD_KINDS, ALWAYS_NO, TOO_FAST)
+# The grid's bad share, in turn: colluders come first and twice in every eight, so even a 10% bad share of
+# the smallest crowd holds two of them (one colluder alone is just a worker with a bad sheet).
+GRID_BAD_KINDS = (COLLUDER, RANDOM, COLLUDER, ALWAYS_YES, ALWAYS_NO, TOO_FAST, ADVERSARIAL, GOLD_LEARNER)
+MIN_CROWD = 20
+CROWD_ASSIGNMENTS_PER_HIT = 6
 # The campaign options of each policy variant (everything else is the campaign default).
 VARIANTS = {
     "defaults": {},
@@ -99,24 +115,28 @@ MEDIAN_SECONDS = {CAREFUL: 4.0}  # every bad kind: 2.5 s
 class SimulationConfig:
     images: int = 60
     seed: int = 0
-    workers: int = 20
+    # None: sized after the build so the crowd can finish the campaign within the cap (see `crowd_size`).
+    workers: int | None = None
     bad_share: float = 0.2
     random_share: float | None = None  # share of all workers (only random and always-yes bad workers then)
     always_yes_share: float | None = None  # share of all workers
     bad_kinds: tuple = BAD_KINDS  # the kinds of the bad share, in turn
-    collusion: str = "pair"  # the colluders' shared sheet: a coin per pair, or per HIT "position"
     careful_accuracy: float = 0.89
     careful_spread: float = 0.05
     careful_error: float | None = None  # legacy: 1 - careful_accuracy, no spread
-    # Careful workers' accuracy on the qualification test (people try harder on a test than at work); None: as
-    # at work. HIT gold looks like work, so it is answered at the work accuracy.
-    careful_test_accuracy: float | None = None
+    # Careful workers' accuracy on the qualification test (people try harder on a test than at work);
+    # None: as at work. Gold items inside HITs look like any other item, so they get the work accuracy.
+    test_accuracy: float | None = None
+    middle_share: float = 0.25  # of careful answers: "Partially YES" / "Mostly NO" instead of 100%
+    # Extra error of careful workers on negatives the annotators ranked first (harder negatives, ECCV
+    # Table B.2): + rank_difficulty at best rank 1, halving with each rank after it.
+    rank_difficulty: float = 0.0
     hits_per_worker: int | None = 3
     variant: str = "defaults"
     redundancy: int | None = None  # None: the variant's (the campaign default for `defaults`)
     candidates_per_hit: int = 16
     pool_depth: int = 5
-    qualification_items: int = 6
+    qualification_items: int | None = 6  # None: the campaign default
     tolerated_gold_misses: int | None = None  # None: the campaign default
     extra_assignment_cap: int | None = None
     confidence_threshold: float | None = None
@@ -130,23 +150,34 @@ class SimulationConfig:
     # requester's campaign over several runs does (`make demo` ranks with minilm_pivot and tfidf_pivot).
     annotators: tuple = ("tfidf_pivot",)
 
-    def kinds(self) -> list[str]:
+    def crowd_size(self, *, hits: int) -> int:
+        """The number of workers: `workers`, or, when None, enough for the campaign's `hits` first-round
+        HITs to finish within the cap: CROWD_ASSIGNMENTS_PER_HIT assignments per HIT (three answers per
+        pair, the bad work rejected and re-offered, follow-up HITs), at least MIN_CROWD workers."""
+        if self.workers is not None:
+            return self.workers
+        if self.hits_per_worker is None:
+            return MIN_CROWD
+        return max(MIN_CROWD, math.ceil(CROWD_ASSIGNMENTS_PER_HIT * hits / self.hits_per_worker))
+
+    def kinds(self, *, workers: int | None = None) -> list[str]:
+        workers = workers if workers is not None else (self.workers if self.workers is not None else MIN_CROWD)
         random_share, always_yes_share = self.random_share, self.always_yes_share
         if random_share is None and always_yes_share is None:
-            n_bad = round(self.workers * self.bad_share)
-            if n_bad > self.workers:
+            n_bad = round(workers * self.bad_share)
+            if n_bad > workers:
                 raise ApplicationError("The bad workers' share is more than the whole crowd.")
             bad = [self.bad_kinds[k % len(self.bad_kinds)] for k in range(n_bad)]
-            return bad + [CAREFUL] * (self.workers - n_bad)
+            return bad + [CAREFUL] * (workers - n_bad)
         if random_share is None:
             random_share = max(self.bad_share - always_yes_share, 0.0)
         if always_yes_share is None:
             always_yes_share = max(self.bad_share - random_share, 0.0)
-        n_random = round(self.workers * random_share)
-        n_yes = round(self.workers * always_yes_share)
-        if n_random + n_yes > self.workers:
+        n_random = round(workers * random_share)
+        n_yes = round(workers * always_yes_share)
+        if n_random + n_yes > workers:
             raise ApplicationError("The bad workers' shares add up to more than the whole crowd.")
-        return [RANDOM] * n_random + [ALWAYS_YES] * n_yes + [CAREFUL] * (self.workers - n_random - n_yes)
+        return [RANDOM] * n_random + [ALWAYS_YES] * n_yes + [CAREFUL] * (workers - n_random - n_yes)
 
     def campaign_options(self) -> dict:
         """The campaign options of this rehearsal: the variant's, then what the config sets explicitly."""
@@ -155,6 +186,7 @@ class SimulationConfig:
         options = dict(VARIANTS[self.variant])
         for name in (
             "redundancy",
+            "qualification_items",
             "tolerated_gold_misses",
             "extra_assignment_cap",
             "confidence_threshold",
@@ -168,11 +200,17 @@ class SimulationConfig:
         return options
 
     def accuracy_of(self, number: int) -> float:
-        """The careful worker's own accuracy (reproducible from the seed and their number)."""
+        """The careful worker's own accuracy (reproducible from the seed and their number: the same people
+        in every variant)."""
         if self.careful_error is not None:
             return 1.0 - self.careful_error
         spread = random.Random(f"accuracy-{self.seed}-{number}").uniform(-self.careful_spread, self.careful_spread)
         return min(max(self.careful_accuracy + spread, 0.0), 1.0)
+
+    def stream(self, *parts) -> random.Random:
+        """A random stream of this rehearsal alone, derived from (seed, variant, parts): no variant draws from
+        another's stream, so a variant's figures do not depend on what runs beside it."""
+        return random.Random("-".join(str(part) for part in (self.seed, self.variant, *parts)))
 
 
 @dataclass
@@ -181,42 +219,69 @@ class SimWorker:
     kind: str
     rng: random.Random
     accuracy: float = 0.89
-    test_accuracy: float | None = None  # on the qualification test; None: as at work
     qualification_tries: int = 0
     done: int = 0
-    collusion_salt: str = ""
-    collusion: str = "pair"
+    test_accuracy: float | None = None  # on the qualification test; None: `accuracy`
+    middle_share: float = 0.25
+    rank_difficulty: float = 0.0
+    sheet: tuple = ()  # colluders: the shared answer sheet, one choice per HIT position
 
     def seconds(self) -> float:
+        if self.kind == TOO_FAST:  # always under the campaign's 1 s minimum per item
+            return round(min(0.4 * math.exp(self.rng.gauss(0.0, 0.35)), 0.95), 2)
         return round(MEDIAN_SECONDS.get(self.kind, 2.5) * math.exp(self.rng.gauss(0.0, 0.35)), 2)
 
-    def sensitivity_specificity(self) -> tuple[float, float]:
-        """P(says positive | positive) and P(says negative | negative) on candidate pairs: the truth about
-        this worker, for the oracle probability the label intervals are checked against."""
+    def accuracy_on(self, *, positive: bool, rank: int | None = None, test: bool = False) -> float:
+        """This worker's chance of seeing the pair right: the test accuracy on the qualification test, else
+        the work accuracy, less the difficulty of a negative the annotators ranked near the top."""
+        if test and self.test_accuracy is not None:
+            return self.test_accuracy
+        if positive or not rank or not self.rank_difficulty:
+            return self.accuracy
+        return max(self.accuracy - self.rank_difficulty * 0.5 ** (rank - 1), 0.0)
+
+    def sensitivity_specificity(self, *, rank: int | None = None) -> tuple[float, float]:
+        """P(says positive | positive) and P(says negative | negative) on a candidate pair at best rank
+        `rank`: the truth about this worker, for the oracle probability the label intervals are checked
+        against."""
         if self.kind == CAREFUL:
-            return self.accuracy, self.accuracy
+            return self.accuracy, self.accuracy_on(positive=False, rank=rank)
         if self.kind == ALWAYS_YES:
             return 1.0, 0.0
+        if self.kind == ALWAYS_NO:
+            return 0.0, 1.0
         if self.kind == ADVERSARIAL:
             return 1.0 - self.accuracy, 1.0 - self.accuracy
-        return 0.5, 0.5  # random, colluder (a coin per pair), gold learner (random on candidates)
+        return 0.5, 0.5  # random, too fast, colluder (a sheet by position), gold learner (random on candidates)
 
-    def judge(self, positive: bool, *, pair_id: int = 0, gold: bool = False, position: int = 0) -> dict:
-        """One answer as the browser sends it: choice, reasons where asked, time spent."""
-        if self.kind == GOLD_LEARNER and gold:
+    def judge(
+        self,
+        positive: bool,
+        *,
+        pair_id: int = 0,
+        gold: bool = False,
+        position: int = 0,
+        rank: int | None = None,
+        test: bool = False,
+    ) -> dict:
+        """One answer as the browser sends it: choice, reasons where asked, time spent. `position` is the
+        item's place in the HIT (what a colluder's sheet is keyed by), `rank` the best rank the annotators
+        gave the pair, `test` whether it is a qualification test item."""
+        if self.kind == GOLD_LEARNER and (gold or test):
             choice = "yes" if positive else "no"
         elif self.kind == ALWAYS_YES:
             choice = "yes"
-        elif self.kind in (RANDOM, GOLD_LEARNER):
+        elif self.kind == ALWAYS_NO:
+            choice = "no"
+        elif self.kind in (RANDOM, GOLD_LEARNER, TOO_FAST):
             choice = self.rng.choice(CHOICES)
         elif self.kind == COLLUDER:
-            key = f"position-{position}" if self.collusion == "position" else pair_id
-            coin = int(hashlib.sha256(f"{self.collusion_salt}-{key}".encode()).hexdigest(), 16)
-            choice = ("yes", "no")[coin % 2]
+            choice = self.sheet[position % len(self.sheet)] if self.sheet else "yes"
         else:
-            right = self.rng.random() < self.accuracy
+            accuracy = self.accuracy_on(positive=positive, rank=rank, test=test)
+            right = self.rng.random() < accuracy
             seen_positive = positive if right != (self.kind == ADVERSARIAL) else not positive
-            extreme = self.rng.random() < 0.75
+            extreme = self.rng.random() < 1.0 - self.middle_share
             choice = ("yes" if extreme else "partially_yes") if seen_positive else ("no" if extreme else "mostly_no")
         answer = {"choice": choice, "seconds_spent": self.seconds()}
         if choice in ("partially_yes", "mostly_no"):
@@ -227,6 +292,11 @@ class SimWorker:
         return answer
 
 
+def collusion_sheet(rng: random.Random, *, length: int = 64) -> tuple:
+    """The colluders' shared answer sheet: one of "yes" / "no" per HIT position."""
+    return tuple(rng.choice(("yes", "no")) for _ in range(length))
+
+
 @dataclass
 class SimulationResult:
     config: SimulationConfig
@@ -234,6 +304,7 @@ class SimulationResult:
     candidate_source: str
     table: list[tuple[str, str]] = field(default_factory=list)
     metrics: dict = field(default_factory=dict)
+    inspected: object = None  # what simulate_crowd's `inspect` returned
 
     def as_text(self) -> str:
         width = max(len(name) for name, _ in self.table)
@@ -244,9 +315,9 @@ class SimulationResult:
 # ------------------------------------------------------------------------------------------- dataset
 
 
-def _requester(seed: int):
+def _requester(username: str):
     User = get_user_model()
-    user, created = User.objects.get_or_create(username=f"sim-requester-{seed}")
+    user, created = User.objects.get_or_create(username=username)
     if created:
         user.set_unusable_password()
         user.save()
@@ -305,6 +376,7 @@ def _dataset(*, images: int, seed: int, owner) -> tuple[Dataset, dict]:
 
 
 RANKING_ANNOTATORS = ("tfidf_pivot", "minilm_pivot")  # offline, text pivots: they rank i2t
+TOP_K = 25
 
 
 def _real_ranking(
@@ -341,6 +413,9 @@ def _propose_candidates(*, dataset: Dataset, truth: dict, top_k: int, seed: int)
     annotator, _ = MachineAnnotator.objects.get_or_create(
         name="simulation-proposal", defaults={"kind": AnnotatorKind.EXTERNAL}
     )
+    made = RankingRun.objects.filter(dataset=dataset, annotator=annotator, top_k=top_k, status=RunStatus.SUCCEEDED)
+    if made.exists():
+        return made.order_by("pk").first()
     run = RankingRun.objects.create(
         dataset=dataset, annotator=annotator, top_k=top_k, status=RunStatus.SUCCEEDED, finished_at=timezone.now()
     )
@@ -390,20 +465,18 @@ def _qualify(sim: SimWorker, *, campaign: Campaign, truth_of, now) -> bool:
     from annotator.models import QualificationItem
 
     pairs = QualificationItem.objects.in_bulk(attempt.items)
-    at_work = sim.accuracy
-    if sim.kind == CAREFUL and sim.test_accuracy is not None:
-        sim.accuracy = sim.test_accuracy
     answers = {
-        str(i): sim.judge(truth_of(pairs[pk]), pair_id=pk, gold=True)["choice"] for i, pk in enumerate(attempt.items)
+        str(i): sim.judge(truth_of(pairs[pk]), pair_id=pk, position=i, test=True)["choice"]
+        for i, pk in enumerate(attempt.items)
     }
-    sim.accuracy = at_work
     sim.qualification_tries += 1
     attempt = qualification_submit(attempt=attempt, worker=sim.worker, answers=answers, now=now)
     return bool(attempt.passed)
 
 
-def _work_one_hit(sim: SimWorker, *, campaign: Campaign, truth_of, now) -> bool:
-    """Claim, answer and submit one HIT as the browser would; False when there is nothing to claim."""
+def _work_one_hit(sim: SimWorker, *, campaign: Campaign, truth_of, now, rank_of: dict | None = None) -> bool:
+    """Claim, answer and submit one HIT as the browser would; False when there is nothing to claim.
+    `rank_of`: pair id -> the best rank the annotators gave it (item difficulty)."""
     from annotator.selectors.work import hit_item_tokens
     from annotator.services.hits.answers import assignment_submit
     from annotator.services.hits.assignments import assignment_claim
@@ -413,13 +486,17 @@ def _work_one_hit(sim: SimWorker, *, campaign: Campaign, truth_of, now) -> bool:
     except ApplicationError:
         return False
     tokens = hit_item_tokens(hit=assignment.hit)  # token -> item id, what the page resolves server side
-    items = HitItem.objects.in_bulk(list(tokens.values()))
+    items = HitItem.objects.select_related("pair").in_bulk(list(tokens.values()))
     answers = []
-    for token, item_id in tokens.items():
+    for position, (token, item_id) in enumerate(tokens.items()):  # tokens come in the page's order
         item = items[item_id]
         pair = item.pair  # what the worker sees: the image and the caption (the role only for a gold learner)
         answer = sim.judge(
-            truth_of(pair), pair_id=pair.pk, gold=item.role != ItemRole.CANDIDATE, position=item.position
+            truth_of(pair),
+            pair_id=pair.pk,
+            gold=item.role != ItemRole.CANDIDATE,
+            position=position,
+            rank=(rank_of or {}).get(pair.pk),
         )
         answers.append({"item_token": token, **answer})
     assignment_submit(assignment=assignment, worker=sim.worker, answers=answers, now=now)
@@ -485,30 +562,29 @@ def truth_lookup(campaign: Campaign):
     return _truth_of(campaign.dataset, json.loads((out_dir / "truth.json").read_text()))
 
 
-def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
-    """Run the whole rehearsal and measure it; see the module docstring."""
-    from annotator.services.accounts.workers import worker_for_external
-    from annotator.services.campaigns.build import campaign_build
-    from annotator.services.campaigns.lifecycle import campaign_create, campaign_launch
-    from annotator.services.labels.aggregation import labels_aggregate
-    from annotator.services.quality.peers import assignments_auto_approve_due
+@dataclass
+class Prepared:
+    """What the rehearsals of one seed share and never write to: the dataset, its truth and its ranking runs."""
 
+    dataset: Dataset
+    truth: dict
+    runs: list
+    source: str
+
+
+def simulation_prepare(config: SimulationConfig, *, log=None) -> Prepared:
+    """The synthetic dataset of (images, seed) and its ranking runs, made once and reused by every variant and
+    every crowd of the seed (the ranking is the slow part)."""
     log = log or (lambda message: None)
-    started = time.perf_counter()
-    owner = _requester(config.seed)
+    owner = _requester(f"sim-requester-{config.seed}")
     dataset, truth = _dataset(images=config.images, seed=config.seed, owner=owner)
-    truth_of = _truth_of(dataset, truth)
-    image_source = dict(Image.objects.filter(dataset=dataset).values_list("pk", "source_id"))
-    caption_source = dict(Caption.objects.filter(dataset=dataset).values_list("pk", "source_id"))
-
-    top_k = 25
     unknown = [kind for kind in config.annotators if kind not in RANKING_ANNOTATORS]
     if unknown or not config.annotators:
         raise ApplicationError(f"The simulation ranks with some of {', '.join(RANKING_ANNOTATORS)}.")
     runs = []
     if config.ranking != "proposal":
         for kind in config.annotators:
-            run = _real_ranking(dataset=dataset, top_k=top_k, kind=kind)
+            run = _real_ranking(dataset=dataset, top_k=TOP_K, kind=kind)
             if run is None:
                 runs = []
                 break
@@ -521,20 +597,129 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
         else "cheap proposal (truth positives + random)"
     )
     if not runs:
-        runs = [_propose_candidates(dataset=dataset, truth=truth, top_k=top_k, seed=config.seed)]
-    log(f"dataset {dataset.name}: {len(image_source)} images, {len(caption_source)} captions; candidates: {source}")
+        runs = [_propose_candidates(dataset=dataset, truth=truth, top_k=TOP_K, seed=config.seed)]
+    log(
+        f"dataset {dataset.name}: {dataset.images_total} images, {dataset.captions_total} captions; "
+        f"candidates: {source}"
+    )
+    return Prepared(dataset=dataset, truth=truth, runs=runs, source=source)
 
+
+def _id_models() -> list:
+    from django.apps import apps
+
+    return [
+        model
+        for model in apps.get_models(include_auto_created=True)
+        if model._meta.managed
+        and not model._meta.proxy
+        and model._meta.pk.get_internal_type() in ("AutoField", "BigAutoField", "SmallAutoField")
+    ]
+
+
+def _reset_id_sequences() -> None:
+    """Every id sequence back to its table's largest id (Django's `sqlsequencereset`; SQLite keeps its
+    AUTOINCREMENT counters in sqlite_sequence), so the next row of every table gets the same id whether or
+    not rows were made and deleted before. Run it on a database nobody else writes to meanwhile."""
+    from django.core.management.color import no_style
+    from django.db import connection
+
+    models = _id_models()
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            for model in models:
+                table, column = model._meta.db_table, model._meta.pk.column
+                cursor.execute(
+                    f'UPDATE sqlite_sequence SET seq = (SELECT COALESCE(MAX("{column}"), 0) FROM "{table}") '
+                    "WHERE name = %s",
+                    [table],
+                )
+        else:
+            for statement in connection.ops.sequence_reset_sql(no_style(), models):
+                cursor.execute(statement)
+
+
+def _clean_up(*, requester_name: str, worker_prefix: str) -> None:
+    """Delete a rehearsal's campaigns, crowd and requester (what it wrote hangs off them), then reset the id
+    sequences. Also clears what a rehearsal that crashed left behind under the same names."""
+    from annotator.models import LabelSet, Worker
+
+    User = get_user_model()
+    with transaction.atomic():
+        campaigns = Campaign.objects.filter(owner__username=requester_name)
+        LabelSet.objects.filter(campaign__in=campaigns).delete()  # PROTECT on the campaign
+        campaigns.delete()
+        Worker.objects.filter(external_id__startswith=worker_prefix).delete()
+        User.objects.filter(username=requester_name).delete()
+    _reset_id_sequences()
+
+
+def simulate_crowd(
+    config: SimulationConfig, *, log=None, prepared: Prepared | None = None, keep: bool = False, inspect=None
+) -> SimulationResult:
+    """Run the whole rehearsal and measure it; see the module docstring.
+
+    Isolated: the campaign has its own requester and crowd, made fresh, with random streams derived from
+    (seed, variant); the id sequences are reset before it starts and everything it made is deleted after
+    it is measured (only `prepared`, the dataset and its ranking runs, stays; `keep` leaves the campaign,
+    its crowd and requester in place to look at, until the next rehearsal of the same seed and variant;
+    `inspect(campaign)`, when given, is called on the finished campaign before it is deleted, and what it
+    returns is kept in `result.inspected`). So the same config gives the same figures whatever ran before
+    it or beside it in the same database."""
+    prepared = prepared or simulation_prepare(config, log=log)
+    requester_name = f"sim-requester-{config.seed}-{config.variant}"
+    worker_prefix = f"SIM{config.seed}{config.variant.upper()}X"
+    _clean_up(requester_name=requester_name, worker_prefix=worker_prefix)
+    kept = False
+    try:
+        result = _rehearse(
+            config, prepared=prepared, requester_name=requester_name, worker_prefix=worker_prefix, log=log
+        )
+        if inspect is not None:
+            result.inspected = inspect(Campaign.objects.get(pk=result.campaign_id))
+        kept = keep
+        return result
+    finally:
+        if not kept:
+            _clean_up(requester_name=requester_name, worker_prefix=worker_prefix)
+
+
+def _best_ranks(campaign: Campaign) -> dict[int, int]:
+    """pair id -> the best rank any annotator gave it in this campaign."""
+    from django.db.models import Min
+
+    from annotator.models import PairSource
+
+    return dict(
+        PairSource.objects.filter(pair__campaign=campaign)
+        .values("pair_id")
+        .annotate(best=Min("rank"))
+        .values_list("pair_id", "best")
+    )
+
+
+def _rehearse(config: SimulationConfig, *, prepared: Prepared, requester_name: str, worker_prefix: str, log=None):
+    from annotator.services.accounts.workers import worker_for_external
+    from annotator.services.campaigns.build import campaign_build
+    from annotator.services.campaigns.lifecycle import campaign_create, campaign_finish, campaign_launch
+    from annotator.services.labels.aggregation import labels_aggregate
+    from annotator.services.quality.peers import assignments_auto_approve_due
+
+    log = log or (lambda message: None)
+    started = time.perf_counter()
+    owner = _requester(requester_name)
+    dataset, source = prepared.dataset, prepared.source
+    truth_of = _truth_of(dataset, prepared.truth)
     campaign = campaign_create(
         owner=owner,
         dataset=dataset,
-        runs=runs,
-        name=f"simulation {config.variant} seed {config.seed} ({timezone.now():%Y-%m-%d %H:%M:%S})",
+        runs=prepared.runs,
+        name=f"simulation {config.variant} seed {config.seed}",
         direction="i2t",
         pool_depth=config.pool_depth,
-        gold_exclusion_depth=top_k,
+        gold_exclusion_depth=TOP_K,
         candidates_per_hit=config.candidates_per_hit,
         reward_cents=config.reward_cents,
-        qualification_items=config.qualification_items,
         gold_fail_action=config.gold_fail_action,
         seed=config.seed,
         lease_minutes=30,
@@ -543,20 +728,24 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
     )
     campaign = campaign_build(campaign=campaign)
     campaign = campaign_launch(campaign=campaign)
-    log(f"campaign {campaign.pk}: {campaign.hits.count()} HITs of {campaign.hit_size} items")
+    first_round_hits = campaign.hits.count()
+    log(f"campaign {campaign.pk}: {first_round_hits} HITs of {campaign.hit_size} items")
+    rank_of = _best_ranks(campaign) if config.rank_difficulty else None
 
-    rng = random.Random(f"crowd-{config.seed}")
+    rng = config.stream("crowd")
+    sheet = collusion_sheet(config.stream("collusion-sheet"))
     crowd = []
-    for number, kind in enumerate(config.kinds()):
-        worker = worker_for_external(external_id=f"SIM{config.seed}X{campaign.pk}X{number:04d}")
+    for number, kind in enumerate(config.kinds(workers=config.crowd_size(hits=first_round_hits))):
+        worker = worker_for_external(external_id=f"{worker_prefix}{number:04d}")
         sim = SimWorker(
             worker=worker,
             kind=kind,
-            rng=random.Random(f"{config.seed}-{number}"),
+            rng=config.stream("worker", number),
             accuracy=config.accuracy_of(number),
-            test_accuracy=config.careful_test_accuracy,
-            collusion_salt=f"collude-{config.seed}",
-            collusion=config.collusion,
+            test_accuracy=config.test_accuracy,
+            middle_share=config.middle_share,
+            rank_difficulty=config.rank_difficulty,
+            sheet=sheet,
         )
         crowd.append(sim)
 
@@ -574,7 +763,7 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
                 continue
             if not _qualify(sim, campaign=campaign, truth_of=truth_of, now=now):
                 continue
-            worked += _work_one_hit(sim, campaign=campaign, truth_of=truth_of, now=now)
+            worked += _work_one_hit(sim, campaign=campaign, truth_of=truth_of, now=now, rank_of=rank_of)
         now += timedelta(minutes=10)
         if worked:
             continue
@@ -604,15 +793,15 @@ def simulate_crowd(config: SimulationConfig, *, log=None) -> SimulationResult:
         if idle >= 2 or all(_stuck(sim, campaign) for sim in crowd):
             break  # nobody can take what is left (caps, pairs already seen): the requester closes it
     # The requester finishes the campaign: what still waits for evidence is decided, labels are final.
-    from annotator.services.campaigns.lifecycle import campaign_finish
-
     campaign = campaign_finish(campaign=Campaign.objects.get(pk=campaign.pk))
     _score_pending(campaign)
     late = now + timedelta(hours=campaign.auto_approve_hours + settings.QUALITY_PEER_WAIT_HOURS + 2)
     assignments_auto_approve_due(now=max(late, timezone.now() + timedelta(days=30)))
     review_decisions.update(_review(campaign, reviewer=owner, policy=config.review, truth_of=truth_of))
     labels_aggregate(campaign=campaign)
-    result = _measure(config=config, campaign=campaign, crowd=crowd, truth_of=truth_of, source=source)
+    result = _measure(
+        config=config, campaign=campaign, crowd=crowd, truth_of=truth_of, source=source, rank_of=rank_of or {}
+    )
     result.metrics.update(
         review=dict(review_decisions), extra_assignments=extras, seconds=round(time.perf_counter() - started, 1)
     )
@@ -638,11 +827,11 @@ def _stuck(sim: SimWorker, campaign: Campaign) -> bool:
     )
 
 
-def _oracle_coverage(*, campaign, crowd, truth: dict[int, bool], labels: dict) -> float | None:
+def _oracle_coverage(*, campaign, crowd, truth: dict[int, bool], labels: dict, rank_of: dict) -> float | None:
     """The share of posterior labels whose 90% interval holds the oracle probability: P(positive) from the
-    same approved answers with the truth about every worker (SimWorker.sensitivity_specificity) and the
-    pair's true prior (the share of true positives among the candidates, or, with the machine prior, the
-    logistic model of the machine evidence fitted on the truth)."""
+    same approved answers with the truth about every worker on every pair (SimWorker.sensitivity_specificity
+    at the pair's best rank) and the pair's true prior (the share of true positives among the candidates,
+    or, with the machine prior, the logistic model of the machine evidence fitted on the truth)."""
     import numpy as np
 
     from annotator.analysis.posterior import oracle_probability
@@ -656,15 +845,16 @@ def _oracle_coverage(*, campaign, crowd, truth: dict[int, bool], labels: dict) -
     rows = Answer.objects.filter(
         item__hit__campaign=campaign, assignment__status=AssignmentStatus.APPROVED, item__pair_id__in=list(labels)
     ).values_list("item__pair_id", "assignment__worker_id", "choice", "score")
-    pairs, workers, verdicts = [], [], []
+    pairs, judges, verdicts = [], [], []  # a judge is (worker, pair): item difficulty makes it per pair
     for pair_id, worker_id, choice, score in rows:
         said = answer_verdict(campaign=campaign, choice=choice, score=score)
         if said is not None and worker_id in sims:
             pairs.append(pair_id)
-            workers.append(worker_id)
+            judges.append((worker_id, pair_id))
             verdicts.append(said)
-    sens = {w: sims[w].sensitivity_specificity()[0] for w in set(workers)}
-    spec = {w: sims[w].sensitivity_specificity()[1] for w in set(workers)}
+    truths = {judge: sims[judge[0]].sensitivity_specificity(rank=rank_of.get(judge[1])) for judge in set(judges)}
+    sens = {judge: value[0] for judge, value in truths.items()}
+    spec = {judge: value[1] for judge, value in truths.items()}
     rate = min(max(sum(truth.values()) / len(truth), 1e-3), 1 - 1e-3)
     prior = {pair: float(np.log(rate / (1 - rate))) for pair in truth}
     features = machine_features(campaign=campaign, pair_ids=list(truth)) if campaign.machine_prior else {}
@@ -679,13 +869,13 @@ def _oracle_coverage(*, campaign, crowd, truth: dict[int, bool], labels: dict) -
             model = LogisticRegression(C=10.0).fit(x, y)
             prior = dict(zip(order, model.decision_function(x).tolist(), strict=True))
     oracle = oracle_probability(
-        pair_ids=pairs, worker_ids=workers, verdicts=verdicts, sensitivity=sens, specificity=spec, prior_log_odds=prior
+        pair_ids=pairs, worker_ids=judges, verdicts=verdicts, sensitivity=sens, specificity=spec, prior_log_odds=prior
     )
     inside = [low <= oracle[pair] <= high for pair, (low, high) in labels.items() if pair in oracle]
     return sum(inside) / len(inside) if inside else None
 
 
-def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
+def _measure(*, config, campaign, crowd, truth_of, source, rank_of: dict | None = None) -> SimulationResult:
     from annotator.analysis.posterior import reliability
     from annotator.models import Answer, Pair
     from annotator.services.labels.aggregation import primary_method
@@ -697,7 +887,7 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
         entry = flagged[kind_of.get(worker_id, CAREFUL)]
         entry[0] += int(bool(flags))
         entry[1] += 1
-    bad = [sum(flagged[k][0] for k in BAD_KINDS), sum(flagged[k][1] for k in BAD_KINDS)]
+    bad = [sum(flagged[k][0] for k in ALL_BAD_KINDS), sum(flagged[k][1] for k in ALL_BAD_KINDS)]
     good = flagged[CAREFUL]
 
     candidate_pairs = set(
@@ -706,16 +896,26 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
     pairs = Pair.objects.in_bulk(list(candidate_pairs))
     truth = {pk: truth_of(pair) for pk, pair in pairs.items()}
     primary = str(primary_method(campaign))
+    # A pair is finished when the campaign's method labelled it from at least one human answer; the rest
+    # had no answer (the crowd ran out: too few workers for the cap) and are reported apart, not as wrong.
+    finished = set(
+        Label.objects.filter(pair_id__in=candidate_pairs, method=primary, answer_count__gt=0).values_list(
+            "pair_id", flat=True
+        )
+    )
+    unfinished = len(truth) - len(finished)
+    open_hits = Hit.objects.filter(campaign=campaign, status=HitStatus.OPEN).count()
+    cap = campaign.max_hits_per_worker
+    at_cap = sum(1 for sim in crowd if cap is not None and sim.done >= cap)
     accuracy = {}
     positives_found = 0
     methods = [AggregationMethod.POSTERIOR, AggregationMethod.MAJORITY, AggregationMethod.GOLD_WEIGHTED]
     methods.append(AggregationMethod.DAWID_SKENE)
     for method in methods:
-        labels = dict(
-            Label.objects.filter(pair_id__in=candidate_pairs, method=method).values_list("pair_id", "is_positive")
-        )
+        labels = dict(Label.objects.filter(pair_id__in=finished, method=method).values_list("pair_id", "is_positive"))
         right = sum(1 for pk, positive in labels.items() if positive == truth[pk])
-        accuracy[str(method)] = (right / len(truth)) if truth else 0.0  # an unlabelled pair counts as wrong
+        # over the finished pairs; a finished pair this method left unlabelled counts as wrong
+        accuracy[str(method)] = (right / len(finished)) if finished else 0.0
         if str(method) == primary:
             positives_found = sum(1 for pk, positive in labels.items() if positive and truth[pk])
     posterior = {
@@ -730,11 +930,12 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
         crowd=crowd,
         truth=truth,
         labels={pair: (v[1], v[2]) for pair, v in posterior.items()},
+        rank_of=rank_of or {},
     )
     approved_answers = Answer.objects.filter(
         item__hit__campaign=campaign, item__role=ItemRole.CANDIDATE, assignment__status=AssignmentStatus.APPROVED
     ).count()
-    answers_per_pair = approved_answers / len(truth) if truth else 0.0
+    answers_per_pair = approved_answers / len(truth) if truth else 0.0  # over all pairs: what was bought
     followup_hits = Hit.objects.filter(campaign=campaign, followup_round__gt=0).count()
     approved = Assignment.objects.filter(hit__campaign=campaign, status=AssignmentStatus.APPROVED).count()
     # Adaptive gold: how much of the careful workers' time went to gold, and how many of their HITs were light.
@@ -779,6 +980,9 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
         "cost_cents": cost_cents,
         "cost_per_verified_positive_cents": (cost_cents / positives_found) if positives_found else None,
         "candidate_pairs": len(truth),
+        "unfinished_pairs": unfinished,
+        "open_hits_left": open_hits,
+        "workers_at_cap": at_cap,
         "true_positive_pairs": sum(truth.values()),
         "approved_assignments": approved,
         "careful_gold_share": careful_gold_share,
@@ -791,8 +995,8 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
         .values_list("worker_id", flat=True)
     )
     blocked = sum(1 for sim in crowd if sim.worker.pk in paused or sim.worker.blocked)
-    n_bad = sum(1 for sim in crowd if sim.kind in BAD_KINDS)
-    kept_out = sum(1 for sim in crowd if sim.kind in BAD_KINDS and sim.done == 0)
+    n_bad = sum(1 for sim in crowd if sim.kind in ALL_BAD_KINDS)
+    kept_out = sum(1 for sim in crowd if sim.kind in ALL_BAD_KINDS and sim.done == 0)
     hits_done = [sim.done for sim in crowd if sim.kind == CAREFUL and sim.done]
     result.metrics.update(bad_workers=n_bad, bad_workers_kept_out=kept_out)
     options = config.campaign_options()
@@ -827,11 +1031,27 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
         ),
         (
             "crowd",
-            ", ".join(f"{counts[k]} {k}" for k in (CAREFUL, *BAD_KINDS) if counts[k])
+            ", ".join(f"{counts[k]} {k}" for k in (CAREFUL, *ALL_BAD_KINDS) if counts[k])
             + f"; careful accuracy {config.careful_accuracy:g} +- {config.careful_spread:g}"
+            + (f" ({config.test_accuracy:g} on the test)" if config.test_accuracy is not None else "")
+            + f", {config.middle_share:.2f} middle answers"
+            + (f", first-ranked negatives {config.rank_difficulty:g} harder" if config.rank_difficulty else "")
             + (f", at most {options['max_hits_per_worker']} HITs each" if "max_hits_per_worker" in options else "")
             + (f" (careful workers did {sum(hits_done) / len(hits_done):.1f} on average)" if hits_done else "")
             + f"; {blocked} soft-blocked",
+        ),
+        *(
+            [
+                (
+                    "UNFINISHED",
+                    f"{unfinished} of {len(truth)} pairs had no label: crowd too small / cap reached "
+                    f"({len(crowd)} workers, at most {campaign.max_hits_per_worker} HITs each, {at_cap} at the "
+                    f"cap; {open_hits} HITs left open that no worker could claim); accuracy is over the "
+                    f"{len(finished)} labelled pairs",
+                )
+            ]
+            if unfinished
+            else []
         ),
         (f"label accuracy, {primary} (the campaign's)", f"{label_accuracy:.3f}"),
         *[(f"label accuracy, {name}", f"{value:.3f}") for name, value in accuracy.items() if name != primary],
@@ -879,18 +1099,26 @@ def _measure(*, config, campaign, crowd, truth_of, source) -> SimulationResult:
             f"shown {pool['total_shown']} times, at most {pool['max_shown']} times each",
         ),
         (
-            "done (acc >= 0.97, bad >= 0.95, good <= 0.05)",
-            "yes" if label_accuracy >= 0.97 and bad_share >= 0.95 and good_share <= 0.05 else "NO",
+            "done (all labelled, acc >= 0.97, bad >= 0.95, good <= 0.05)",
+            "yes" if not unfinished and label_accuracy >= 0.97 and bad_share >= 0.95 and good_share <= 0.05 else "NO",
         ),
     ]
     return result
 
 
-def simulate_variants(config: SimulationConfig, variants: list[str], *, log=None) -> list[SimulationResult]:
-    """The same rehearsal once per variant (same dataset, same crowd make-up, fresh workers each time)."""
+def simulate_variants(
+    config: SimulationConfig, variants: list[str], *, log=None, inspect=None
+) -> list[SimulationResult]:
+    """The same rehearsal once per variant: the same dataset and ranking runs, the same people (worker
+    accuracies), and for each variant its own fresh requester, crowd and random streams (see
+    `simulate_crowd`), so each variant's figures are those it gets alone."""
     from dataclasses import replace
 
-    return [simulate_crowd(replace(config, variant=variant), log=log) for variant in variants]
+    prepared = simulation_prepare(config, log=log)
+    return [
+        simulate_crowd(replace(config, variant=variant), log=log, prepared=prepared, inspect=inspect)
+        for variant in variants
+    ]
 
 
 def variants_table(results: list[SimulationResult]) -> str:

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotator.errors import ApplicationError
 from annotator.scenarios.simulation import (
-    BAD_KINDS,
+    ALL_BAD_KINDS,
     RANKING_ANNOTATORS,
     VARIANTS,
     SimulationConfig,
@@ -23,12 +23,14 @@ class Command(BaseCommand):
         defaults = SimulationConfig()
         parser.add_argument("--images", type=int, default=defaults.images)
         parser.add_argument("--seed", type=int, default=defaults.seed)
-        parser.add_argument("--workers", type=int, default=defaults.workers)
+        parser.add_argument(
+            "--workers", type=int, default=0, help="0 (default): enough for the campaign to finish within the cap"
+        )
         parser.add_argument("--bad-share", type=float, default=defaults.bad_share)
         parser.add_argument(
             "--bad-kinds",
             default=",".join(defaults.bad_kinds),
-            help=f"the bad share's kinds, in turn (of {', '.join(BAD_KINDS)})",
+            help=f"the bad share's kinds, in turn (of {', '.join(ALL_BAD_KINDS)})",
         )
         parser.add_argument(
             "--random-share", type=float, default=None, help="share of all workers (only random and always-yes then)"
@@ -37,6 +39,24 @@ class Command(BaseCommand):
         parser.add_argument("--careful-accuracy", type=float, default=defaults.careful_accuracy)
         parser.add_argument("--careful-spread", type=float, default=defaults.careful_spread)
         parser.add_argument("--careful-error", type=float, default=None, help="legacy: every careful worker's error")
+        parser.add_argument(
+            "--test-accuracy",
+            type=float,
+            default=None,
+            help="careful workers' accuracy on the qualification test (default: as at work)",
+        )
+        parser.add_argument(
+            "--middle-share",
+            type=float,
+            default=defaults.middle_share,
+            help="share of careful answers that are a middle answer (Partially YES / Mostly NO)",
+        )
+        parser.add_argument(
+            "--rank-difficulty",
+            type=float,
+            default=defaults.rank_difficulty,
+            help="careful workers' extra error on negatives ranked first (halving with each rank)",
+        )
         parser.add_argument(
             "--hits-per-worker", type=int, default=defaults.hits_per_worker, help="0: no cap (default 3)"
         )
@@ -47,7 +67,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--redundancy", type=int, default=None, help="default: the variant's")
         parser.add_argument("--candidates-per-hit", type=int, default=defaults.candidates_per_hit)
-        parser.add_argument("--qualification-items", type=int, default=defaults.qualification_items)
+        parser.add_argument(
+            "--qualification-items", type=int, default=defaults.qualification_items, help="-1: the campaign default"
+        )
         parser.add_argument("--tolerated-gold-misses", type=int, default=None, help="default: the campaign's")
         parser.add_argument("--extra-assignment-cap", type=int, default=None)
         parser.add_argument("--confidence-threshold", type=float, default=None)
@@ -61,15 +83,17 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        if options["images"] < 2 or options["workers"] < 1:
-            raise CommandError("Use at least 2 images and 1 worker.")
-        for name in ("bad_share", "careful_accuracy"):
+        if options["images"] < 2 or options["workers"] < 0:
+            raise CommandError("Use at least 2 images and 1 worker (0: as many as the campaign needs).")
+        for name in ("bad_share", "careful_accuracy", "test_accuracy", "middle_share", "rank_difficulty"):
+            if options[name] is None:
+                continue
             if not 0 <= options[name] <= 1:
                 raise CommandError(f"--{name.replace('_', '-')} is a share between 0 and 1.")
         kinds = tuple(k.strip() for k in options.pop("bad_kinds").split(",") if k.strip())
-        unknown = [k for k in kinds if k not in BAD_KINDS]
+        unknown = [k for k in kinds if k not in ALL_BAD_KINDS]
         if unknown or not kinds:
-            raise CommandError(f"--bad-kinds takes some of {', '.join(BAD_KINDS)}.")
+            raise CommandError(f"--bad-kinds takes some of {', '.join(ALL_BAD_KINDS)}.")
         options["annotators"] = tuple(a.strip() for a in options["annotators"].split(",") if a.strip())
         if not options["annotators"] or any(a not in RANKING_ANNOTATORS for a in options["annotators"]):
             raise CommandError(f"--annotators takes some of {', '.join(RANKING_ANNOTATORS)}.")
@@ -78,6 +102,10 @@ class Command(BaseCommand):
             raise CommandError(f"--variants takes some of {', '.join(VARIANTS)}.")
         if options["hits_per_worker"] == 0:
             options["hits_per_worker"] = None
+        if options["workers"] == 0:
+            options["workers"] = None
+        if options["qualification_items"] < 0:
+            options["qualification_items"] = None
         fields = {k: v for k, v in options.items() if k in SimulationConfig.__dataclass_fields__}
         config = SimulationConfig(bad_kinds=kinds, **fields)
         try:

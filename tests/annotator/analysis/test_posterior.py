@@ -167,6 +167,31 @@ def test_the_hierarchical_prior_starts_a_newcomer_from_the_crowds_accuracy_at_wo
     assert crowd.worker_accuracy()[newcomer] < 0.78 < flat.worker_accuracy()[newcomer]
 
 
+def test_pairs_answered_once_do_not_teach_the_crowd_its_accuracy():
+    """A pair's only answer agrees with the posterior it made, so a crowd that answers each pair once, half of
+    them wrongly, must not look flawless: the crowd's accuracy stays at its prior without gold or a second
+    answer, and gold then teaches it."""
+    rng = np.random.default_rng(3)
+    truth = rng.random(400) < 0.5
+    pair_ids = list(range(400))
+    worker_ids = [k % 20 for k in pair_ids]
+    verdicts = [bool(t) if rng.random() < 0.5 else not t for t in truth]
+    prior = PosteriorPrior(worker_accuracy=0.85, hierarchical=True)
+    once = fit_posterior(pair_ids=pair_ids, worker_ids=worker_ids, verdicts=verdicts, prior=prior)
+    assert abs(once.crowd_accuracy() - 0.85) < 0.01
+    known = {1000 + k: bool(k % 2) for k in range(200)}
+    gold_pairs, gold_workers = list(known), [k % 20 for k in range(200)]
+    gold_verdicts = [value if rng.random() < 0.5 else not value for value in known.values()]
+    taught = fit_posterior(
+        pair_ids=pair_ids + gold_pairs,
+        worker_ids=worker_ids + gold_workers,
+        verdicts=verdicts + gold_verdicts,
+        known=known,
+        prior=prior,
+    )
+    assert taught.crowd_accuracy() < 0.7
+
+
 def test_gold_reference_leaves_the_pairs_own_answers_out():
     """Worker 1 is right on every other gold pair, so their answer counts as a careful one's; on the pair they
     miss, the reference does not know they missed it."""
