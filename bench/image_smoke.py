@@ -6,12 +6,14 @@ Runs on the host, after the script has started the containers and `demo_setup` h
 2. each worker, at the same time, through its own web container: GET the log-in page, POST the log-in form,
    open the worker home, claim a HIT of the demo campaign, load the HIT page, autosave every item, submit,
    as a browser does, with its cookies and the CSRF token (every request says it came through the TLS proxy,
-   X-Forwarded-Proto: https, since production marks its cookies Secure and redirects plain http);
-3. checks the database: every acknowledged answer stored once, every acknowledged submit submitted once, no
-   HIT over its redundancy, and the worker container's Celery worker scored each submission (scored_at).
+   X-Forwarded-Proto: https, since production marks its cookies Secure and redirects plain http); then the
+   same submit again through the other web container (a retry after the load balancer moved the browser);
+3. checks the database: every acknowledged answer stored once, every acknowledged submit submitted once
+   (one submit event), no HIT over its redundancy, and the worker container's Celery worker scored each
+   submission (scored_at).
 Exits non-zero with the reason when anything is off.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/image_smoke \\
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/image_smoke SECRET_KEY=<the containers' key> \\
         .venv/bin/python bench/image_smoke.py http://127.0.0.1:18080 http://127.0.0.1:18081
 """
 
@@ -37,7 +39,7 @@ def make_workers(*, campaign, count: int) -> list[str]:
     """`count` worker accounts with the smoke's password that passed `campaign`'s qualification: usernames."""
     from bench.seeding import seed_qualified_workers
 
-    users = seed_qualified_workers(campaign=campaign, prefix="smoke-worker", count=count)
+    users = seed_qualified_workers(campaign=campaign, prefix=f"smoke-{int(time.time())}", count=count)
     for user in users:
         user.set_password(PASSWORD)
         user.save(update_fields=["password"])
@@ -51,17 +53,29 @@ class Browser:
     def __init__(self, base: str):
         self.base = base
         self.http = requests.Session()
-        # Secure cookies come back over this plain-http hop: the proxy in front of production speaks https.
-        self.http.cookies.set_policy(DefaultCookiePolicy(secure_protocols=("https", "wss", "http")))
+        # The cookies go in a header of our own: requests' jar never sends a Secure cookie over plain http,
+        # and this hop is plain http only because the TLS proxy in front of production is left out.
+        self.http.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
+        self.cookies = {}
         origin = "https://" + base.split("://", 1)[1]
         self.http.headers.update({"X-Forwarded-Proto": "https", "Origin": origin, "Referer": origin + "/"})
 
+    def _send(self, method: str, path: str, headers: dict, **kwargs) -> requests.Response:
+        cookie = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+        response = self.http.request(
+            method, self.base + path, timeout=60, allow_redirects=False, headers={"Cookie": cookie, **headers}, **kwargs
+        )
+        for header in response.raw.headers.getlist("Set-Cookie"):
+            name, _, rest = header.partition("=")
+            self.cookies[name.strip()] = rest.split(";", 1)[0]
+        return response
+
     def get(self, path: str, **kwargs) -> requests.Response:
-        return self.http.get(self.base + path, timeout=60, allow_redirects=False, **kwargs)
+        return self._send("GET", path, kwargs.pop("headers", {}), **kwargs)
 
     def post(self, path: str, **kwargs) -> requests.Response:
-        headers = {"X-CSRFToken": self.http.cookies.get("csrftoken", ""), **kwargs.pop("headers", {})}
-        return self.http.post(self.base + path, timeout=60, allow_redirects=False, headers=headers, **kwargs)
+        headers = {"X-CSRFToken": self.cookies.get("csrftoken", ""), **kwargs.pop("headers", {})}
+        return self._send("POST", path, headers, **kwargs)
 
 
 def expect(response: requests.Response, status: int, what: str) -> requests.Response:
@@ -70,8 +84,9 @@ def expect(response: requests.Response, status: int, what: str) -> requests.Resp
     return response
 
 
-def one_hit(*, base: str, username: str, campaign_id: int, done: dict) -> None:
-    """Log in and do one HIT through `base`; records what the server acknowledged in `done`."""
+def one_hit(*, base: str, other: str, username: str, campaign_id: int, done: dict) -> None:
+    """Log in and do one HIT through `base`, then send its submit again through `other`; records what the
+    server acknowledged in `done`."""
     browser = Browser(base)
     form = expect(browser.get("/accounts/login/"), 200, "log-in page")
     static = STATIC.findall(form.text)
@@ -111,8 +126,18 @@ def one_hit(*, base: str, username: str, campaign_id: int, done: dict) -> None:
     )
     expect(submitted, 200, "submit")
     done["submits"].add(assignment_id)
+    # The same submit again through the other web container, as a browser retries after a lost answer
+    # when the load balancer has moved it: the session is shared (Redis), and nothing is done twice.
+    browser.base = other
+    again = browser.post(
+        f"/work/assignments/{assignment_id}/submit", json={"answers": answers}, headers={"Accept": "application/json"}
+    )
+    expect(again, 200, f"the same submit again via {other}")
     done["items"][assignment_id] = len(tokens)
-    print(f"  {username} via {base}: logged in, claimed assignment {assignment_id}, {len(tokens)} autosaves, submitted")
+    with done["lock"]:
+        print(
+            f"  {username} via {base}: logged in, claimed assignment {assignment_id}, {len(tokens)} autosaves, submitted"
+        )
 
 
 def check(*, done: dict, redundancy: int, wait_s: float = 120.0) -> list[str]:
@@ -171,16 +196,17 @@ def main(bases: list[str]) -> int:
 
     campaign = Campaign.objects.get(name=DEMO_CAMPAIGN_NAME, status=CampaignStatus.LIVE)
     usernames = make_workers(campaign=campaign, count=len(bases))
-    done = {"answers": {}, "submits": set(), "items": {}}
+    done = {"answers": {}, "submits": set(), "items": {}, "lock": threading.Lock()}
     errors = []
 
-    def run(base, username):
+    def run(base, other, username):
         try:
-            one_hit(base=base, username=username, campaign_id=campaign.pk, done=done)
+            one_hit(base=base, other=other, username=username, campaign_id=campaign.pk, done=done)
         except Exception as error:  # reported below, the smoke fails
             errors.append(f"{username} via {base}: {error!r}")
 
-    threads = [threading.Thread(target=run, args=pair) for pair in zip(bases, usernames, strict=True)]
+    others = bases[1:] + bases[:1]
+    threads = [threading.Thread(target=run, args=row) for row in zip(bases, others, usernames, strict=True)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -192,4 +218,7 @@ def main(bases: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] or ["http://127.0.0.1:18080"]))
+    if len(sys.argv) < 2:  # `make bench` runs every bench/*.py: this one needs the smoke's containers
+        print("bench/image_smoke.py needs the web containers' addresses: run `make image-smoke`.")
+        sys.exit(0)
+    sys.exit(main(sys.argv[1:]))

@@ -76,10 +76,12 @@ redis-cli -n "$CACHE_DB" flushdb >/dev/null
 media=$PWD/var/image_smoke/media
 rm -rf "$media" && mkdir -p "$media" && chown 10001:10001 "$media" # the image's user
 
+# The containers' key, also given to the check: a HIT item's token is an HMAC with it.
+secret=$(head -c 48 /dev/urandom | base64)
 app=(
     $PODMAN run --network host -v "$media:/app/var/media"
     -e DJANGO_SETTINGS_MODULE=config.settings_production
-    -e SECRET_KEY="$(head -c 48 /dev/urandom | base64)"
+    -e SECRET_KEY="$secret"
     -e DEBUG=false
     -e ALLOWED_HOSTS=127.0.0.1,localhost
     -e CELERY_BROKER_URL="redis://127.0.0.1:6379/$BROKER_DB"
@@ -125,11 +127,20 @@ for port in "${WEB_PORTS[@]}"; do
 done
 
 step "one HIT per web container, at the same time, log-in to submit"
-DATABASE_URL="$PG/$DB" "$PY" bench/image_smoke.py "${bases[@]}"
+DATABASE_URL="$PG/$DB" SECRET_KEY="$secret" "$PY" bench/image_smoke.py "${bases[@]}"
 
 step "what went through PgBouncer (transaction pooling)"
 psql -h 127.0.0.1 -p "$PGB_PORT" -U postgres pgbouncer -c "SHOW POOLS" | grep -E "database|$DB"
 psql -h 127.0.0.1 -p "$PGB_PORT" -U postgres pgbouncer -c "SHOW STATS" | grep -E "database|$DB"
+
+step "/healthz says ok once beat's sweep has run (a pass every 30 s)"
+for _ in $(seq 1 45); do
+    body=$(curl -fsS "${bases[0]}/healthz" || true)
+    [[ $body == '{"status": "ok"'* ]] && break
+    sleep 2
+done
+echo "  ${bases[0]}/healthz: $body"
+[[ $body == '{"status": "ok"'* ]] || { echo "/healthz never said ok"; exit 1; }
 
 step "every container still running; the worker and beat started"
 for c in "${CONTAINERS[@]}"; do
