@@ -57,8 +57,13 @@ class Browser:
         # and this hop is plain http only because the TLS proxy in front of production is left out.
         self.http.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
         self.cookies = {}
-        origin = "https://" + base.split("://", 1)[1]
-        self.http.headers.update({"X-Forwarded-Proto": "https", "Origin": origin, "Referer": origin + "/"})
+        # One public name for every web container, as behind a load balancer: the Host header stays the
+        # first container's when the browser is moved to another, and so do Origin and Referer (CSRF).
+        host = base.split("://", 1)[1]
+        origin = f"https://{host}"
+        self.http.headers.update(
+            {"Host": host, "X-Forwarded-Proto": "https", "Origin": origin, "Referer": origin + "/"}
+        )
 
     def _send(self, method: str, path: str, headers: dict, **kwargs) -> requests.Response:
         cookie = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
@@ -136,7 +141,8 @@ def one_hit(*, base: str, other: str, username: str, campaign_id: int, done: dic
     done["items"][assignment_id] = len(tokens)
     with done["lock"]:
         print(
-            f"  {username} via {base}: logged in, claimed assignment {assignment_id}, {len(tokens)} autosaves, submitted"
+            f"  {username} via {base}: logged in, claimed assignment {assignment_id}, {len(tokens)} autosaves,"
+            f" submitted; the same submit via {other}: {again.status_code}"
         )
 
 
