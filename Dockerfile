@@ -11,9 +11,15 @@ WORKDIR /app
 
 # torch first and pinned, so nothing in requirements.txt can pull another build. The default index is
 # PyTorch's CPU-only one (the web process and the default worker never need CUDA); the gpu worker's image
-# is built with TORCH_INDEX_URL="" to take the default index, whose Linux wheels bundle CUDA.
+# is built with TORCH_INDEX_URL="" to take the default index, whose Linux wheels bundle CUDA. Where no
+# index can be reached but a torch 2.13.0 wheel lies on the build host, TORCH_WHEEL_DIR names the folder it
+# is mounted at (`podman build -v /opt/wheels:/wheels:ro --build-arg TORCH_WHEEL_DIR=/wheels`, as
+# bench/image_smoke.sh does); its dependencies then come from the ordinary index.
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
-RUN if [ -n "$TORCH_INDEX_URL" ]; then pip install --index-url "$TORCH_INDEX_URL" torch==2.13.0; \
+ARG TORCH_WHEEL_DIR=
+RUN if [ -n "$TORCH_WHEEL_DIR" ]; then pip install --no-deps "$TORCH_WHEEL_DIR"/torch-2.13.0*.whl \
+        && pip install torch==2.13.0; \
+    elif [ -n "$TORCH_INDEX_URL" ]; then pip install --index-url "$TORCH_INDEX_URL" torch==2.13.0; \
     else pip install torch==2.13.0; fi
 
 COPY requirements.txt ./

@@ -8,7 +8,7 @@ MANAGE := $(PY) manage.py
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: demo test lint install install-dev browser services migrate serve test-postgres test-embedded bench clean migrations
+.PHONY: demo test lint install install-dev browser services migrate serve test-postgres test-embedded bench clean migrations image-smoke
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,12 @@ test-embedded:
 
 bench: install-dev services
 	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# The production image built from the Dockerfile and run with podman: web (two, behind PgBouncer), worker and
+# beat against this machine's PostgreSQL and Redis, one HIT per web container from log-in to submit, the
+# database checked. Needs root and podman; not part of `make test` (docs/operations.md, about 15 minutes).
+image-smoke: install services
+	bench/image_smoke.sh
 
 # New migrations for changed models; the existing ones are history and are never regenerated.
 migrations: install

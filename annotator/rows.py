@@ -18,9 +18,9 @@ in one statement (`annotator.services.hits.assignments`).
 
 On PostgreSQL, `fetch_one` / `fetch_all` run each statement as a prepared statement of the connection
 (PREPARE once per connection, then EXECUTE): planning the claim's HIT query took 0.7 ms, running it 0.12 ms.
-Statements are named after their text, so the same text is prepared once per connection. (A pooler in
-transaction mode, which hands one session's statements to another connection, does not mix with this;
-Vericap keeps its own connections: CONN_MAX_AGE.)
+Statements are named after their text, so the same text is prepared once per connection. A pooler in
+transaction mode (PgBouncer) hands the next transaction to another server connection, where the statement
+was never prepared: with settings.DATABASE_TRANSACTION_POOLING on, the SQL text is sent each time instead.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import hashlib
 import re
 from functools import cache
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Model
 from django.db.models.fields.related_descriptors import ReverseOneToOneDescriptor
@@ -120,7 +121,7 @@ def _prepared(sql: str) -> tuple[str, str, str]:
 
 
 def _execute(cursor, sql: str, params) -> None:
-    if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql" or settings.DATABASE_TRANSACTION_POOLING:
         cursor.execute(sql, params)
         return
     name, prepare, execute = _prepared(sql)

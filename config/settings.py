@@ -132,6 +132,13 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
 # A kept connection that PostgreSQL dropped (a restart, pg_terminate_backend) is found and replaced at the
 # start of the next request or task instead of failing its first query.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", default=True)
+# A pooler in transaction mode (PgBouncer, docker-compose.yml) between Django and PostgreSQL hands each
+# transaction to whichever server connection is free, so nothing may outlive a transaction on one: no
+# server-side cursors (Django's `.iterator()` would open them WITH HOLD) and no PREPAREd statements
+# (annotator/rows.py then sends its SQL text each time). Off = Django talks to PostgreSQL directly.
+DATABASE_TRANSACTION_POOLING = env.bool("DATABASE_TRANSACTION_POOLING", default=False)
+if DATABASE_TRANSACTION_POOLING:
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The embedded default serves a few people at once; wait for the write lock instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30

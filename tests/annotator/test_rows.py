@@ -104,3 +104,16 @@ def test_a_statement_is_prepared_once_per_connection_and_again_on_a_new_one():
     assert statements(lambda: fetch_one(sql, [worker.pk])) == expected
     connection.close()  # a replaced connection (a restart, CONN_MAX_AGE) has none of its statements
     assert statements(lambda: fetch_one(sql, [worker.pk])) == expected
+
+
+@pytest.mark.django_db(transaction=True)
+def test_behind_a_transaction_pooler_the_text_is_sent_each_time_and_nothing_is_prepared(settings):
+    # PgBouncer in transaction mode may run the next transaction on another server connection, where a
+    # statement PREPAREd on this one does not exist: DATABASE_TRANSACTION_POOLING sends the SQL itself.
+    settings.DATABASE_TRANSACTION_POOLING = True
+    worker = WorkerFactory()
+    sql = f"SELECT {select_list(Worker, 'w')} FROM {table(Worker)} w WHERE w.id = %s AND w.pseudonym <> 'pool'"
+    with CaptureQueriesContext(connection) as queries:
+        rows = [fetch_one(sql, [worker.pk]) for _ in range(2)]
+    assert rows[0] == rows[1] and instances(rows[0], Worker)[0].pk == worker.pk
+    assert [query["sql"].split(" ")[0] for query in queries] == ["SELECT", "SELECT"]

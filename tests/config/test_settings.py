@@ -34,6 +34,7 @@ CLEARED = (
     "MEDIA_ROOT",
     "CACHE_URL",
     "SESSION_ENGINE",
+    "DATABASE_TRANSACTION_POOLING",
 )
 
 
@@ -112,6 +113,18 @@ def test_database_url_broker_and_s3_variables_switch_the_backends():
     assert (probe["db"]["NAME"], probe["db"]["HOST"], str(probe["db"]["PORT"])) == ("vericap", "db.internal", "5433")
     assert probe["eager"] is False and probe["broker"] == "redis://redis:6379/0"
     assert probe["storage"] == "storages.backends.s3.S3Storage"
+    assert "DISABLE_SERVER_SIDE_CURSORS" not in probe["db"]  # Django talks to PostgreSQL itself
+
+
+def test_a_transaction_pooler_in_front_of_postgresql_turns_server_side_cursors_off():
+    # PgBouncer in transaction mode: a cursor WITH HOLD would outlive the transaction on one server connection.
+    result = run_settings(
+        "config.settings",
+        DATABASE_URL="postgres://vericap@pgbouncer:6432/vericap",
+        DATABASE_TRANSACTION_POOLING="true",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["db"]["DISABLE_SERVER_SIDE_CURSORS"] is True
 
 
 @pytest.fixture
