@@ -151,25 +151,14 @@ def check(*, done: dict, redundancy: int, wait_s: float = 120.0) -> list[str]:
     from django.db.models import Count
 
     from annotator.models import Answer, Assignment, AssignmentEvent, AssignmentStatus
-    from bench.hit_serving import Recorder, verify
+    from bench.hit_serving import INVARIANTS, Recorder, verify
 
     recorder = Recorder()
     recorder.acked_answers = done["answers"]
     recorder.acked_submits = done["submits"]
     found = verify(recorder, redundancy)
     print("  database:", found)
-    problems = [
-        f"{key}: {found[key]}"
-        for key in (
-            "lost_answers",
-            "lost_submissions",
-            "doubled_answers",
-            "doubled_submissions",
-            "over_redundancy",
-            "same_worker_twice",
-        )
-        if found[key]
-    ]
+    problems = [f"{key}: {found[key]}" for key in INVARIANTS if found[key]]
     for assignment_id, items in done["items"].items():
         stored = Answer.objects.filter(assignment_id=assignment_id).count()
         if stored != items:
