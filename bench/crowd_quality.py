@@ -263,6 +263,30 @@ def run_grid(args) -> None:
     )
 
 
+def print_goals(summary: dict[str, dict]) -> None:
+    """PASS or FAIL per variant and goal of the "done when" list (fixed redundancy is the answers' yardstick)."""
+    for variant, s in summary.items():
+        goals = [
+            (f"accuracy >= {ACCURACY_GOAL}", s["accuracy"] >= ACCURACY_GOAL),
+            (f"good workers flagged <= {GOOD_FLAGGED_GOAL:.0%}", s["good"] <= GOOD_FLAGGED_GOAL),
+            (f"bad work caught >= {BAD_CAUGHT_GOAL:.0%}", s["bad"] >= BAD_CAUGHT_GOAL),
+        ]
+        if variant != "fixed":
+            goals.append(
+                (
+                    f"90% intervals cover {COVERAGE_GOAL[0]}-{COVERAGE_GOAL[1]}",
+                    COVERAGE_GOAL[0] <= s["coverage"] <= COVERAGE_GOAL[1],
+                )
+            )
+            if "fixed" in summary:
+                limit = summary["fixed"]["answers"] * ANSWERS_SHARE_GOAL
+                goals.append(
+                    (f"answers/pair <= 2/3 of fixed ({limit:.2f})", s["answers"] <= limit),
+                )
+        for name, ok in goals:
+            print(f"{'PASS' if ok else 'FAIL'}  {variant:9s} {name}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=None, help="default 5 (1 with --quick)")
@@ -433,26 +457,7 @@ def main() -> None:
             "          (true worker accuracies, machine prior fitted on the truth; careful workers only)"
         )
     print()
-    for variant, s in summary.items():
-        goals = [
-            (f"accuracy >= {ACCURACY_GOAL}", s["accuracy"] >= ACCURACY_GOAL),
-            (f"good workers flagged <= {GOOD_FLAGGED_GOAL:.0%}", s["good"] <= GOOD_FLAGGED_GOAL),
-            (f"bad work caught >= {BAD_CAUGHT_GOAL:.0%}", s["bad"] >= BAD_CAUGHT_GOAL),
-        ]
-        if variant != "fixed":
-            goals.append(
-                (
-                    f"90% intervals cover {COVERAGE_GOAL[0]}-{COVERAGE_GOAL[1]}",
-                    COVERAGE_GOAL[0] <= s["coverage"] <= COVERAGE_GOAL[1],
-                )
-            )
-            if "fixed" in summary:
-                limit = summary["fixed"]["answers"] * ANSWERS_SHARE_GOAL
-                goals.append(
-                    (f"answers/pair <= 2/3 of fixed ({limit:.2f})", s["answers"] <= limit),
-                )
-        for name, ok in goals:
-            print(f"{'PASS' if ok else 'FAIL'}  {variant:9s} {name}")
+    print_goals(summary)
 
 
 if __name__ == "__main__":
