@@ -193,10 +193,6 @@ def collusion_groups(
     for row in answers:
         if row.choice in POSITIVE_SIDE or row.choice in NEGATIVE_SIDE:
             by_worker[row.worker].append(row)
-    boxes = {
-        worker: _box(workers.get(worker, WorkerModel()), [r.choice for r in rows], credible)
-        for worker, rows in by_worker.items()
-    }
 
     def q(pair: int, *weights: float) -> float:
         value = log_odds.get(pair, 0.0)
@@ -204,10 +200,23 @@ def collusion_groups(
             return 1.0 if value > 0 else 0.0  # a gold pair: its truth is known
         return float(expit(value - sum(weights)))
 
+    def box(worker: int, other: int) -> _Box:
+        """The worker's credible box judged without the candidate pairs the other worker answered too: a
+        couple's shared pairs follow their two answers in the crowd's fit, so counting them would let two
+        workers vouch for each other's accuracy, and then for their agreement."""
+        theirs = {r.pair for r in by_worker[other] if not r.gold}
+        rows = by_worker[worker]
+        own = [r for r in rows if r.pair not in theirs]
+        if len(own) == len(rows) or len(own) < min_compared:
+            # Nothing shared, or too little apart to judge the worker by: the crowd's fit is all there is.
+            return _box(workers.get(worker, WorkerModel()), [r.choice for r in rows], credible)
+        return _box(_model_from(rows=own, q=q), [r.choice for r in rows], credible)
+
     candidates: list[CoupleEvidence] = []
     ids = sorted(by_worker)
     for worker_a, worker_b in itertools.combinations(ids, 2):
         rows_a, rows_b = by_worker[worker_a], by_worker[worker_b]
+        boxes = {worker_a: box(worker_a, worker_b), worker_b: box(worker_b, worker_a)}
         for test in TESTS:
             if test == "shared_items":
                 mine = {r.pair: r for r in rows_a if not r.gold}
@@ -239,6 +248,18 @@ def collusion_groups(
     tests_run = max(len(candidates), 1)
     flagged = [e for e in candidates if e.p_value < level / tests_run]
     return _groups(flagged)
+
+
+def _model_from(*, rows: list[AnswerRow], q) -> WorkerModel:
+    """A worker's Beta posteriors of sensitivity and specificity from `rows` alone, under a uniform prior: each
+    answer counts toward the side of its pair's truth, weighed by the pair's P(positive) without that answer."""
+    sens, spec = [1.0, 1.0], [1.0, 1.0]
+    for row in rows:
+        positive = row.choice in POSITIVE_SIDE
+        p = q(row.pair, row.weight)
+        sens[0 if positive else 1] += p
+        spec[1 if positive else 0] += 1 - p
+    return WorkerModel(sens=(sens[0], sens[1]), spec=(spec[0], spec[1]))
 
 
 def _aligned_by_position(rows_a: list[AnswerRow], rows_b: list[AnswerRow]) -> list[tuple[AnswerRow, AnswerRow]]:

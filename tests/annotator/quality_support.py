@@ -52,18 +52,20 @@ def submit_choices(hit, *, worker, choices, seconds=5.0):
 CANDIDATES = 16
 
 
-def _careful_choice(rng, accuracy: float, item) -> str:
+def _careful_choice(rng, accuracy: float, item, truth_offset: int = 0) -> str:
     if item.role != ItemRole.CANDIDATE:  # careful workers get the gold right
         return "yes" if item.role == ItemRole.GOLD_POSITIVE else "no"
-    truth = item.pair_id % 3 == 0  # a third of the candidates are positive
+    # A third of the candidates are positive, by position (ids depend on the tests run before; positions do
+    # not), shifted by `truth_offset` so a test can try each way the truth lines up with a sheet.
+    truth = (item.position + truth_offset) % 3 == 0
     says_positive = truth if rng.random() < accuracy else not truth
     extreme = rng.random() < 0.75
     return ("yes" if extreme else "partially_yes") if says_positive else ("no" if extreme else "mostly_no")
 
 
-def careful_submit(hit, *, worker, rng, accuracy: float = 0.92) -> Assignment:
+def careful_submit(hit, *, worker, rng, accuracy: float = 0.92, truth_offset: int = 0) -> Assignment:
     """A scored assignment of a careful worker: gold right, candidates right with `accuracy`."""
-    choices = [_careful_choice(rng, accuracy, item) for item in hit.items.order_by("position")]
+    choices = [_careful_choice(rng, accuracy, item, truth_offset) for item in hit.items.order_by("position")]
     return assignment_score(assignment_id=submit_choices(hit, worker=worker, choices=choices).pk)
 
 
@@ -76,7 +78,7 @@ class Ring:
     careful_work: list
 
 
-def colluding_ring(*, apart: int = 2, together: int = 4) -> Ring:
+def colluding_ring(*, apart: int = 2, together: int = 4, truth_offset: int = 0) -> Ring:
     """Two workers answer from one shared sheet by position. Each does `apart` HITs the other does not (each
     also answered by two careful workers): A the first ones, B the next; then both do `together` HITs that
     nobody else answered, where each is the other's only peer. The sheet has the gold right at the HIT's last
@@ -93,7 +95,7 @@ def colluding_ring(*, apart: int = 2, together: int = 4) -> Ring:
         colluder = a if index < apart else b
         colluder_work.append(assignment_score(assignment_id=submit_choices(hit, worker=colluder, choices=sheet).pk))
         for worker in careful[:2] if index % 2 else careful[2:]:
-            careful_work.append(careful_submit(hit, worker=worker, rng=rng))
+            careful_work.append(careful_submit(hit, worker=worker, rng=rng, truth_offset=truth_offset))
     shared = [
         assignment_score(assignment_id=submit_choices(hit, worker=w, choices=sheet).pk)
         for hit in hits[2 * apart :]

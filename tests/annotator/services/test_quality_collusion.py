@@ -17,10 +17,13 @@ pytestmark = pytest.mark.django_db
 LATER = timedelta(days=30)
 
 
-def test_a_shared_sheet_by_position_is_one_collusion_group_and_goes_to_review():
+@pytest.mark.parametrize("truth_offset", [0, 1, 2])
+def test_a_shared_sheet_by_position_is_one_collusion_group_and_goes_to_review(truth_offset):
     """Today's code approved the eight assignments on the HITs only the two answered (each vouched for the
-    other) and flagged the four beside careful workers: half their work paid, as in issue 32."""
-    ring = colluding_ring()
+    other) and flagged the four beside careful workers: half their work paid, as in issue 32. Caught however
+    the truth lines up with the sheet (each colluder is judged without the pairs the other answered: counted,
+    they vouched for the pair's accuracy, and two of the three alignments went free)."""
+    ring = colluding_ring(truth_offset=truth_offset)
     assert all(not a.flags for a in ring.colluder_work)  # gold right: nothing stood out at scoring
     groups = campaign_collusion(campaign=ring.campaign)
     assert [g.workers for g in groups] == [tuple(sorted(w.pk for w in ring.colluders))]
