@@ -75,6 +75,7 @@ def _head(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     try:
         with archive.open(info) as member:
             return member.read(HEADER_BYTES)
+    # zipfile raises NotImplementedError for a compression method it cannot decode (Deflate64, for one).
     except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
         raise ApplicationError(f"The zip member {info.filename!r} cannot be read ({exc}).") from exc
 
@@ -162,6 +163,7 @@ def _image_problem(read) -> str | None:
         check_image(read())
     except ImageProblem as problem:
         return str(problem)
+    # zipfile raises NotImplementedError for a compression method it cannot decode (Deflate64, for one).
     except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
         return f"cannot be read from the zip ({exc})"
     return None

@@ -217,7 +217,8 @@ def campaign_gold_check(*, campaign: Campaign) -> GoldCheck:
     inputs = _posterior_inputs(campaign=campaign, approved_only=False)
     candidates = inputs.pop("candidates")
     known = inputs.pop("known")
-    gold = sorted(p for p in known if p not in candidates and p in set(inputs["pair_ids"]))
+    answered = set(inputs["pair_ids"])
+    gold = sorted(p for p in known if p not in candidates and p in answered)
     prior = label_prior(requester_id=campaign.owner_id)
     rows = []
     for fold in range(min(GOLD_CHECK_FOLDS, len(gold))):
