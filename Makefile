@@ -44,8 +44,12 @@ demo: install migrate
 	@echo "Log in as requester, researcher or worker; the password of each is vericap-demo."
 	$(MANAGE) runserver 127.0.0.1:8000
 
-# The whole suite on the real PostgreSQL and Redis, then the fast part again on the embedded default.
-test: install-dev services lint test-postgres test-embedded
+# The whole suite on the real PostgreSQL and Redis, and the fast part again on the embedded default: the two
+# runs side by side on the two cores (TEST_JOBS=1 runs them one after the other); each run's output is
+# printed when it ends.
+TEST_JOBS ?= 2
+test: install-dev services lint
+	$(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target test-postgres test-embedded
 
 # Style and the house's rules: ruff's lint and format check, and the import contracts (pyproject.toml).
 lint:

@@ -1,53 +1,17 @@
-"""The HTML side: each area of the product keeps its own routes in its views module."""
+"""The HTML side: each pipeline step (slice) keeps its own routes in its urls.py; no route shadows another's."""
 
-from annotator.views import (
-    accounts,
-    agreement,
-    audit,
-    campaign_tools,
-    campaigns,
-    datasets,
-    home,
-    jobs,
-    labelsets,
-    leaderboard,
-    money,
-    operations,
-    people,
-    pools,
-    ranking,
-    refinement,
-    reputation,
-    research,
-    review,
-    tokens,
-    webhooks,
-    work,
-)
+from django.urls import include, path
 
 urlpatterns = [
-    # First: the crowd's requests are most of the traffic, and Django tries patterns in order (every path
-    # here is under work/ or mturk/, so none shadows another area's).
-    *work.urlpatterns,
-    *home.urlpatterns,
-    *accounts.urlpatterns,
-    *audit.urlpatterns,
-    *datasets.urlpatterns,
-    *pools.urlpatterns,
-    *campaign_tools.urlpatterns,  # before campaigns: its <action> route would take these paths
-    *campaigns.urlpatterns,
-    *review.urlpatterns,
-    *money.urlpatterns,
-    *agreement.urlpatterns,
-    *research.urlpatterns,
-    *labelsets.urlpatterns,
-    *leaderboard.urlpatterns,
-    *tokens.urlpatterns,
-    *reputation.urlpatterns,
-    *ranking.urlpatterns,
-    *operations.urlpatterns,
-    *jobs.urlpatterns,
-    *webhooks.urlpatterns,
-    *people.urlpatterns,
-    *refinement.urlpatterns,
+    # First: the crowd's requests are most of the traffic, and Django tries patterns in order.
+    path("", include("annotator.crowd.urls")),
+    path("", include("annotator.core.urls")),
+    path("", include("annotator.datasets.urls")),
+    path("", include("annotator.ranking.urls")),
+    path("", include("annotator.campaigns.urls")),
+    path("", include("annotator.quality.urls")),
+    path("", include("annotator.labels.urls")),
+    path("", include("annotator.research.urls")),
+    path("", include("annotator.finegrained.urls")),
+    path("", include("annotator.operations.urls")),
 ]

@@ -6,7 +6,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotator.services.accounts.people import MADE_BY_OPERATORS, account_create
+from annotator.core.services.people import MADE_BY_OPERATORS, account_create
 from api.schema import errors
 
 

@@ -1,6 +1,6 @@
 """The one exception handler of the API: every error is JSON `{"error": message, ...}` with a 4xx status.
 
-ApplicationError and Django's own exceptions are answered from annotator.errors.error_answer, the mapping
+ApplicationError and Django's own exceptions are answered from annotator.core.errors.error_answer, the mapping
 the HTML pages use too, so the same mistake has the same status on a page and here. DRF's own errors
 (validation, authentication, permission, not found, throttling, parse errors) keep their status and get
 the same shape, with per-field messages under `fields` for a validation error. An outage is left to
@@ -11,7 +11,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from annotator.errors import error_answer
+from annotator.core.errors import error_answer
 
 
 def _first_message(detail) -> str:

@@ -19,8 +19,26 @@ from rest_framework.decorators import action
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
-from annotator.access import label_sets_visible_to
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
+from annotator.labels.selectors.access import label_sets_visible_to
+from annotator.labels.selectors.labels import campaign_get_readable
+from annotator.labels.selectors.labelsets import (
+    labelset_dataset_usable,
+    labelset_get_readable,
+    labelset_operands,
+)
+from annotator.labels.services.labelsets.builds import (
+    labelset_derive,
+    labelset_from_campaign,
+    labelset_from_original,
+)
+from annotator.labels.services.labelsets.exports import (
+    FORMATS,
+    export_file_name,
+    labelset_export_chunks,
+)
+from annotator.labels.services.labelsets.imports import labelset_import
+from annotator.labels.services.labelsets.readers import rankings_read
 from annotator.models import (
     AggregationMethod,
     ExportVariant,
@@ -31,23 +49,17 @@ from annotator.models import (
     QueryRule,
     RankingRun,
 )
-from annotator.selectors.labelset_analyses import labelset_bias, labelset_compare, labelset_judged_at_k
-from annotator.selectors.labelsets import (
-    labelset_dataset_usable,
-    labelset_get_readable,
-    labelset_operands,
+from annotator.research.selectors.labelset_analyses import (
+    labelset_bias,
+    labelset_compare,
+    labelset_judged_at_k,
 )
-from annotator.selectors.research import campaign_get_readable
-from annotator.services.labelsets.builds import labelset_derive, labelset_from_campaign, labelset_from_original
-from annotator.services.labelsets.evaluation import labelset_evaluate
-from annotator.services.labelsets.exports import FORMATS, export_file_name, labelset_export_chunks
-from annotator.services.labelsets.imports import labelset_import
-from annotator.services.labelsets.rankings import (
+from annotator.research.services.labelset_evaluation import labelset_evaluate
+from annotator.research.services.uploaded_rankings import (
     labelset_merge_campaign,
     labelset_unjudged_campaign,
     ranking_run_upload,
 )
-from annotator.services.labelsets.readers import rankings_read
 from api.permissions import READERS, REQUESTER
 from api.schema import errors
 from api.serializers import CampaignSerializer, RankingRunSerializer, id_field
@@ -474,7 +486,7 @@ class LabelSetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     @action(detail=True, methods=["post"], url_path="unjudged-campaign")
     def unjudged_campaign(self, request, pk=None):
         """A draft campaign over the pairs of a run's top k that this set has not judged (requesters)."""
-        from annotator.selectors.datasets import dataset_get_visible
+        from annotator.datasets.selectors.datasets import dataset_get_visible
 
         label_set = self.get_object()
         data = _validated(UnjudgedCampaignSerializer, request.data)

@@ -6,9 +6,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotator.selectors.labelsets import labelset_get_readable
-from annotator.selectors.leaderboard import leaderboard, leaderboard_json
-from annotator.selectors.research import campaign_get_readable, label_method_resolve
+from annotator.labels.selectors.labels import campaign_get_readable, label_method_resolve
+from annotator.labels.selectors.labelsets import labelset_get_readable
+from annotator.research.selectors.leaderboard import leaderboard, leaderboard_json
 from api import serializers as s
 from api.permissions import READERS, RolePermission
 from api.schema import errors

@@ -1,8 +1,9 @@
-"""Role checks of the API: each viewset says which roles may call which action; annotator.access decides."""
+"""Role checks of the API: each viewset says which roles may call which action; annotator.core.selectors.access
+decides."""
 
 from rest_framework.permissions import BasePermission
 
-from annotator.access import has_role, user_role
+from annotator.core.selectors.access import has_role, user_role
 from annotator.models import Role
 
 REQUESTER = frozenset({Role.REQUESTER})

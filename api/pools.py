@@ -9,14 +9,9 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotator.access import (
-    can_manage_dataset,
-    can_manage_enlargement,
-    datasets_visible_to,
-    enlargements_visible_to,
-    pools_visible_to,
-)
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
+from annotator.datasets.selectors.access import can_manage_dataset, datasets_visible_to
+from annotator.finegrained.selectors.access import can_manage_enlargement, enlargements_visible_to, pools_visible_to
 from annotator.models import GalleryEnlargement, ImagePool
 from api.permissions import REQUESTER
 from api.schema import errors
@@ -94,7 +89,7 @@ class ImagePoolViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedV
     def create(self, request):
         """Queue the import of a zip of images as a pool of a dataset you own. 202 at once; GET the pool
         for its progress and `report` (imported, duplicates of test images, offenders)."""
-        from annotator.services.pools.imports import pool_upload
+        from annotator.finegrained.services.pools.imports import pool_upload
 
         data = _validated(PoolUploadSerializer, request.data)
         dataset = _managed_dataset(request.user, data["dataset"])
@@ -106,7 +101,7 @@ class ImagePoolViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedV
     def enlarge(self, request, pk=None):
         """Queue the scoring of this pool against its dataset's test images; the proposal comes back on the
         enlargement (`status` proposed) and is added only by its `add` action."""
-        from annotator.services.pools.enlargement import enlargement_request
+        from annotator.finegrained.services.pools.enlargement import enlargement_request
 
         pool = self.get_object()
         _managed_dataset(request.user, pool.dataset_id)
@@ -135,7 +130,7 @@ class EnlargementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scope
     @action(detail=True, methods=["post"])
     def add(self, request, pk=None):
         """Add the proposed pool images to the dataset's gallery (idempotent)."""
-        from annotator.services.pools.enlargement import enlargement_add
+        from annotator.finegrained.services.pools.enlargement import enlargement_add
 
         return Response(EnlargementSerializer(enlargement_add(enlargement=self._managed())).data)
 
@@ -152,7 +147,9 @@ class EnlargementViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scope
     def verify(self, request, pk=None):
         """Create the draft campaign that checks every (caption, added image) pair; build and launch it as
         any other campaign."""
-        from annotator.services.pools.verification import enlargement_verification_create
+        from annotator.finegrained.services.pools.verification import (
+            enlargement_verification_create,
+        )
 
         campaign = enlargement_verification_create(enlargement=self._managed(), owner=request.user)
         return Response({"campaign": campaign.pk, "name": campaign.name}, status=status.HTTP_201_CREATED)
@@ -179,7 +176,7 @@ class CoarseCaptionsView(APIView):
         },
     )
     def get(self, request, dataset_id: int):
-        from annotator.selectors.coarse import coarse_captions
+        from annotator.finegrained.selectors.coarse import coarse_captions
 
         if not 0 < dataset_id <= MAX_ID:
             raise ApplicationError(f"No such dataset: {dataset_id} is not an id.", status=404)

@@ -9,11 +9,17 @@ from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from annotator.access import datasets_managed_by, label_sets_visible_to, runs_visible_to
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
+from annotator.datasets.selectors.access import datasets_managed_by
+from annotator.finegrained.services.refinement.benchmark import (
+    benchmark_csv_chunks,
+    benchmark_export,
+    benchmark_json_chunks,
+)
+from annotator.finegrained.services.refinement.compare import benchmark_compare
+from annotator.labels.selectors.access import label_sets_visible_to
 from annotator.models import LabelSet, RunStatus
-from annotator.services.refinement.benchmark import benchmark_csv_chunks, benchmark_export, benchmark_json_chunks
-from annotator.services.refinement.compare import benchmark_compare
+from annotator.ranking.selectors.access import runs_visible_to
 from api.labelsets import LabelSetSerializer
 from api.permissions import READERS, REQUESTER
 from api.schema import errors

@@ -5,7 +5,6 @@ from rest_framework import serializers
 
 from annotator.models import (
     AggregationMethod,
-    AnnotatorKind,
     Assignment,
     Bonus,
     Campaign,
@@ -79,6 +78,8 @@ class RankingRunSerializer(serializers.ModelSerializer):
             "dataset",
             "status",
             "top_k",
+            "reranks",
+            "judges",
             "stage",
             "chunks_total",
             "chunks_done",
@@ -101,14 +102,20 @@ class RankingRunSerializer(serializers.ModelSerializer):
 
 
 def _campaign_option_fields() -> list[str]:
-    from annotator.services.campaigns.options import OPTION_FIELDS
+    from annotator.campaigns.services.options import OPTION_FIELDS
 
     return list(OPTION_FIELDS)
 
 
+def _preset_names() -> list[str]:
+    from annotator.campaigns.services.presets import PRESETS
+
+    return sorted(PRESETS)
+
+
 def _campaign_option_help() -> dict[str, dict]:
     """The form's help text of each option, as the schema's field descriptions."""
-    from annotator.services.campaigns.options import OPTION_HELP
+    from annotator.campaigns.services.options import OPTION_HELP
 
     return {name: {"help_text": text} for name, text in OPTION_HELP.items()}
 
@@ -148,12 +155,12 @@ class CampaignSerializer(serializers.ModelSerializer):
         extra_kwargs = _campaign_option_help()
 
     def get_spend(self, campaign) -> dict:
-        from annotator.selectors.spend import campaign_spend
+        from annotator.campaigns.selectors.crowd_work import campaign_spend
 
         return campaign_spend(campaign=campaign)
 
     def get_qualification_pool(self, campaign) -> dict:
-        from annotator.selectors.gold_exposure import qualification_pool_summary
+        from annotator.campaigns.selectors.gold_exposure import qualification_pool_summary
 
         return qualification_pool_summary(campaign=campaign)
 
@@ -415,15 +422,47 @@ class LeaderboardQuerySerializer(serializers.Serializer):
 
 class MachineAnnotatorCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
-    kind = serializers.ChoiceField(choices=AnnotatorKind.choices)
-    checkpoint_path = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+    kind = serializers.CharField(
+        max_length=32,
+        help_text="A kind from GET /api/v1/annotators/kinds/: built in (clip, open_clip, hf_dual, minilm_pivot, "
+        "tfidf_pivot, visual; cross_encoder and vlm_judge, which score a run's top K or a campaign's pairs) "
+        "or an installed plugin's.",
+    )
+    checkpoint_path = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="clip, hf_dual, cross_encoder, vlm_judge: a Hugging Face checkpoint directory; open_clip: the "
+        "checkpoint file (its model name in config.model, e.g. ViT-B-32).",
+    )
     config = serializers.DictField(required=False, default=dict)
+
+
+class AnnotatorKindSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    label = serializers.CharField()
+    plugin = serializers.BooleanField(
+        help_text="Declared by an installed package (entry point group vericap.annotators)."
+    )
+    needs_checkpoint = serializers.BooleanField()
 
 
 class RankingRunCreateSerializer(serializers.Serializer):
     dataset = id_field()
     annotator = id_field()
     top_k = serializers.IntegerField(min_value=1, max_value=1000, default=25)
+
+
+class RerankCreateSerializer(serializers.Serializer):
+    annotator = id_field(help_text="A cross_encoder annotator (ViLT's or BLIP's matching head).")
+    top_k = serializers.IntegerField(
+        min_value=1, max_value=1000, required=False, help_text="Candidates re-scored per query (default: the run's K)."
+    )
+
+
+class JudgeCreateSerializer(serializers.Serializer):
+    annotator = id_field(help_text="A vlm_judge annotator (a local vision-language model).")
 
 
 class AssignmentFilterSerializer(serializers.Serializer):
@@ -491,7 +530,7 @@ class ShareSerializer(serializers.Serializer):
 
 
 def _policy_fields() -> list[str]:
-    from annotator.services.quality.policy import POLICY_FIELDS
+    from annotator.campaigns.services.policy import POLICY_FIELDS
 
     return list(POLICY_FIELDS)
 
@@ -501,10 +540,16 @@ class CampaignCreateSerializer(serializers.ModelSerializer):
 
     dataset = id_field()
     runs = serializers.ListField(child=id_field(), allow_empty=False, max_length=50)
+    preset = serializers.ChoiceField(
+        choices=_preset_names(),
+        required=False,
+        help_text="cxc: Crisscrossed Captions' protocol (similarity scale, 5 ratings, mean label, CxC's threshold "
+        "per task, no follow-ups, no qualification test unless qualification_items is given); options given win.",
+    )
 
     class Meta:
         model = Campaign
-        fields = ["dataset", "runs", *_campaign_option_fields()]
+        fields = ["dataset", "runs", "preset", *_campaign_option_fields()]
         extra_kwargs = {
             name: {**_campaign_option_help().get(name, {}), **({"required": False} if name != "name" else {})}
             for name in _campaign_option_fields()

@@ -1,7 +1,7 @@
 """API throttles: per token (the caller's account), per client address, and wrong tokens per client address.
 Over any: 429 + Retry-After.
 
-The client address is annotator.addresses' (TRUSTED_PROXY_COUNT), never DRF's own reading of
+The client address is annotator.core.addresses' (TRUSTED_PROXY_COUNT), never DRF's own reading of
 X-Forwarded-For, which believes whatever a client writes there. Counters live in the default cache: with
 CACHE_URL (Redis) all server processes share them; the embedded default's per-process cache counts per
 process.
@@ -9,7 +9,7 @@ process.
 
 from rest_framework.throttling import SimpleRateThrottle
 
-from annotator.addresses import client_address
+from annotator.core.addresses import client_address
 
 
 class TokenRateThrottle(SimpleRateThrottle):

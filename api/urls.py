@@ -7,6 +7,7 @@ from rest_framework.routers import DefaultRouter
 
 from api import views
 from api.accounts import AccountCreateView
+from api.cxc_table5 import CxcTable5View
 from api.labelsets import LabelSetViewSet
 from api.leaderboard import LeaderboardView
 from api.pools import CoarseCaptionsView, EnlargementViewSet, ImagePoolViewSet
@@ -50,6 +51,7 @@ urlpatterns = [
     ),
     path("leaderboard/", LeaderboardView.as_view(), name="api-leaderboard"),
     path("accounts/", AccountCreateView.as_view(), name="api-accounts"),
+    path("labelsets/<int:label_set_id>/cxc-table5/", CxcTable5View.as_view(), name="api-labelset-cxc-table5"),
     path("datasets/<int:dataset_id>/coarse-captions/", CoarseCaptionsView.as_view(), name="api-coarse-captions"),
     *router.urls,
 ]

@@ -16,17 +16,17 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from annotator.access import (
-    campaigns_managed_by,
-    campaigns_visible_to,
-    can_manage_run,
-    evaluations_visible_to,
-    exports_visible_to,
-    is_worker,
-    runs_visible_to,
-    workers_known_to,
-)
-from annotator.errors import ApplicationError
+from annotator.campaigns.selectors.access import campaigns_managed_by, campaigns_visible_to
+from annotator.campaigns.services.presets import preset_options
+from annotator.campaigns.services.sharing import campaign_share
+from annotator.core.errors import ApplicationError
+from annotator.core.selectors.access import is_worker
+from annotator.crowd.selectors.access import workers_known_to
+from annotator.labels.selectors.access import exports_visible_to
+from annotator.labels.selectors.labels import campaign_get_readable, label_counts, label_list
+from annotator.labels.selectors.labelsets import labelset_get_readable
+from annotator.labels.services.exports.jobs import export_create, export_file_name
+from annotator.labels.services.labelsets.readers import rankings_read
 from annotator.models import (
     Assignment,
     Campaign,
@@ -41,17 +41,10 @@ from annotator.models import (
     Role,
     Worker,
 )
-from annotator.selectors.labelsets import labelset_get_readable
-from annotator.selectors.research import (
-    campaign_get_readable,
-    label_counts,
-    label_list,
-)
-from annotator.selectors.standing import workers_with_standing
-from annotator.services.campaigns.sharing import campaign_share
-from annotator.services.exports.jobs import export_create, export_file_name
-from annotator.services.labelsets.readers import rankings_read
-from annotator.services.research.scorecards import evaluation_request
+from annotator.quality.selectors.standing import workers_with_standing
+from annotator.ranking.selectors.access import can_manage_run, runs_visible_to
+from annotator.research.selectors.access import evaluations_visible_to
+from annotator.research.services.scorecards import evaluation_request
 from api import serializers as s
 from api.pagination import Pagination
 from api.permissions import EVERYONE, READERS, REQUESTER, RolePermission
@@ -102,7 +95,7 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
     parser_classes = [MultiPartParser, FormParser, JSONParser]
 
     def scoped_queryset(self):
-        from annotator.selectors.datasets import dataset_list_visible
+        from annotator.datasets.selectors.datasets import dataset_list_visible
 
         return dataset_list_visible(user=self.request.user).order_by("id")
 
@@ -118,7 +111,7 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
         `status` (importing, then ready or failed), its progress, and `report` (every offender under
         `report.errors` when the import is refused). A missing file, a wrong suffix or a non-zip is a 400.
         """
-        from annotator.services.importing.uploads import dataset_upload
+        from annotator.datasets.services.uploads import dataset_upload
 
         data = _validated(s.DatasetImportSerializer, request.data)
         dataset = dataset_upload(
@@ -136,7 +129,7 @@ class DatasetViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVie
     @action(detail=True, methods=["post"])
     def retry(self, request, pk=None):
         """Queue a failed import, or one that stopped making progress, again with the same uploaded files."""
-        from annotator.services.importing.uploads import dataset_import_retry
+        from annotator.datasets.services.uploads import dataset_import_retry
 
         dataset = dataset_import_retry(dataset=self.get_object())
         return Response(
@@ -158,16 +151,29 @@ class MachineAnnotatorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, 
         request=s.MachineAnnotatorCreateSerializer, responses={201: s.MachineAnnotatorSerializer, **errors(409)}
     )
     def create(self, request):
-        from annotator.services.ranking.annotators import annotator_register
+        from annotator.ranking.services.annotators import annotator_register
 
         data = _validated(s.MachineAnnotatorCreateSerializer, request.data)
         annotator = annotator_register(**data)
         return Response(s.MachineAnnotatorSerializer(annotator).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(responses={200: s.AnnotatorKindSerializer(many=True)})
+    @action(detail=False, methods=["get"], pagination_class=None)
+    def kinds(self, request):
+        """The kinds a ranking run can execute: the built-in ones, then each installed plugin's."""
+        from annotator.ranking.services.kinds import CHECKPOINT_KINDS, kind_choices, plugin_kinds
+
+        plugins = plugin_kinds()
+        rows = [
+            {"kind": kind, "label": label, "plugin": kind in plugins, "needs_checkpoint": kind in CHECKPOINT_KINDS}
+            for kind, label in kind_choices()
+        ]
+        return Response(s.AnnotatorKindSerializer(rows, many=True).data)
+
 
 class RankingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedViewSet):
-    """Ranking runs over the caller's datasets (annotator.access.runs_visible_to: a researcher's are those of
-    shared campaigns' datasets): list and watch progress; requesters start and cancel."""
+    """Ranking runs over the caller's datasets (annotator.ranking.selectors.access.runs_visible_to: a researcher's are
+    those of shared campaigns' datasets): list and watch progress; requesters start and cancel."""
 
     model = RankingRun
     action_roles = {"list": READERS, "retrieve": READERS}
@@ -189,7 +195,7 @@ class RankingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         embedded default a thread of the server. GET the `url` for `status` and progress. A dataset that
         is not ready is a 409; an unknown dataset or annotator a 404.
         """
-        from annotator.services.ranking.runs import ranking_run_start
+        from annotator.ranking.services.runs import ranking_run_start
 
         data = _validated(s.RankingRunCreateSerializer, request.data)
         dataset = _visible_dataset(request.user, data["dataset"])
@@ -202,10 +208,38 @@ class RankingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
         body = s.RankingRunSerializer(run, context={"request": request}).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
+    @extend_schema(
+        request=s.RerankCreateSerializer,
+        responses={202: s.RankingRunSerializer, **errors(404, 409)},
+        parameters=[LOCATION],
+    )
+    @action(detail=True, methods=["post"])
+    def rerank(self, request, pk=None):
+        """Queue a re-ranking run: a cross_encoder annotator re-scores this succeeded run's top K per query
+        (i2t and t2i); the new run's `reranks` is this run. 202 with the new run and its `url` (Location)."""
+        from annotator.ranking.services.reranking import rerank_run_start
+
+        run = self.get_object()
+        if not can_manage_run(request.user, run):
+            raise ApplicationError("Only the requester who owns this dataset can re-rank its runs.", status=403)
+        data = _validated(s.RerankCreateSerializer, request.data)
+        annotator = MachineAnnotator.objects.filter(pk=data["annotator"]).first()
+        if annotator is None:
+            raise ApplicationError(f"There is no machine annotator {data['annotator']}.", status=404)
+        rerank = rerank_run_start(
+            source=run,
+            annotator=annotator,
+            top_k=data.get("top_k", run.top_k),
+            created_by=request.user,
+            in_background=True,
+        )
+        body = s.RankingRunSerializer(rerank, context={"request": request}).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
     @extend_schema(request=None, responses={200: s.RankingRunSerializer, **errors(409)})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
-        from annotator.services.ranking.runs import ranking_run_cancel
+        from annotator.ranking.services.runs import ranking_run_cancel
 
         run = self.get_object()
         if not can_manage_run(request.user, run):
@@ -236,7 +270,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     @extend_schema(request=s.CampaignCreateSerializer, responses={201: s.CampaignSerializer, **errors(404)})
     def create(self, request):
         """A draft campaign over succeeded ranking runs of one of your datasets."""
-        from annotator.services.campaigns.lifecycle import campaign_create
+        from annotator.campaigns.services.lifecycle import campaign_create
 
         data = dict(_validated(s.CampaignCreateSerializer, request.data))
         dataset = _visible_dataset(request.user, data.pop("dataset"))
@@ -245,11 +279,13 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         missing = sorted(set(run_ids) - {run.pk for run in runs})
         if missing:
             raise ApplicationError(f"Dataset {dataset.name} has no ranking runs {missing}.", extra={"runs": missing})
+        preset = data.pop("preset", None)
+        data = preset_options(preset=preset, options=data, given=set(data))
         campaign = campaign_create(owner=request.user, dataset=dataset, runs=runs, **data)
         return Response(s.CampaignSerializer(campaign).data, status=status.HTTP_201_CREATED)
 
     def _transition(self, service_name: str):
-        from annotator.services.campaigns import lifecycle as services
+        from annotator.campaigns.services import lifecycle as services
 
         campaign = getattr(services, service_name)(campaign=self.get_object())
         return Response(s.CampaignSerializer(campaign).data)
@@ -263,10 +299,30 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         `built`, or `draft` again with the reason in `build_error`. A campaign building already is a 409;
         a built one whose options and runs have not changed is returned as it is.
         """
-        from annotator.services.campaigns.build import campaign_build_request
+        from annotator.campaigns.services.build import campaign_build_request
 
         campaign = campaign_build_request(campaign=self.get_object())
         return Response(s.CampaignSerializer(campaign).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        request=s.JudgeCreateSerializer,
+        responses={202: s.RankingRunSerializer, **errors(404)},
+        parameters=[LOCATION],
+    )
+    @action(detail=True, methods=["post"])
+    def judge(self, request, pk=None):
+        """Queue a judge run: a vlm_judge annotator scores every image-caption pair of this campaign (gold
+        included); the Quality page then calibrates it on the gold answers. 202 with the run (`judges`)."""
+        from annotator.quality.services.judging import judge_campaign_start
+
+        campaign = self.get_object()
+        data = _validated(s.JudgeCreateSerializer, request.data)
+        annotator = MachineAnnotator.objects.filter(pk=data["annotator"]).first()
+        if annotator is None:
+            raise ApplicationError(f"There is no machine annotator {data['annotator']}.", status=404)
+        run = judge_campaign_start(campaign=campaign, annotator=annotator, created_by=request.user, in_background=True)
+        body = s.RankingRunSerializer(run, context={"request": request}).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
     @extend_schema(request=None, responses={200: s.CampaignSerializer, **errors(409)})
     @action(detail=True, methods=["post"])
@@ -290,7 +346,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     @action(detail=True, methods=["get"])
     def statistics(self, request, pk=None):
         """Proposals, unique pairs, overlap between annotators, HITs, cost, duration and progress."""
-        from annotator.selectors.campaigns import campaign_statistics
+        from annotator.campaigns.selectors.campaigns import campaign_statistics
 
         return Response(campaign_statistics(campaign=self.get_object()))
 
@@ -299,8 +355,8 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     def bonuses(self, request, pk=None):
         """Give the worker of an approved assignment a bonus (amount in cents and a reason they see); on MTurk
         it is paid with SendBonus. A repeated idempotency_key for the same assignment returns the first bonus."""
+        from annotator.crowd.services.bonuses import bonus_give
         from annotator.models import Assignment, Bonus
-        from annotator.services.money.bonuses import bonus_give
 
         campaign = self.get_object()
         data = _validated(s.BonusCreateSerializer, request.data)
@@ -321,8 +377,8 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     @action(detail=True, methods=["post"])
     def messages(self, request, pk=None):
         """Write to a worker who did work on this campaign (by pseudonym); on MTurk it goes by NotifyWorkers."""
+        from annotator.crowd.services.bonuses import worker_message_send
         from annotator.models import Worker
-        from annotator.services.money.bonuses import worker_message_send
 
         campaign = self.get_object()
         data = _validated(s.WorkerMessageCreateSerializer, request.data)
@@ -347,7 +403,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     def policy(self, request, pk=None):
         """Change the quality policy (gold tolerance, decisions, label model, machine prior, adaptive
         redundancy and its settle thresholds); it applies from now on."""
-        from annotator.services.quality.policy import campaign_policy_update
+        from annotator.campaigns.services.policy import campaign_policy_update
 
         campaign = self.get_object()  # owners only: other callers get a 404
         data = _validated(s.CampaignPolicySerializer, request.data, partial=True)
@@ -359,7 +415,10 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
     def agreement(self, request, pk=None):
         """Krippendorff's alpha (ordinal over the four answers, interval over 0-5) overall and per annotator
         and rank, and per-worker statistics (accuracy, speed, first-pass approval)."""
-        from annotator.selectors.agreement import campaign_agreement, campaign_worker_statistics
+        from annotator.quality.selectors.agreement import (
+            campaign_agreement,
+            campaign_worker_statistics,
+        )
 
         campaign = self.get_object()
         return Response(
@@ -372,7 +431,7 @@ class CampaignViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedVi
         """The per-worker statistics as CSV."""
         from django.http import HttpResponse
 
-        from annotator.selectors.agreement import worker_statistics_csv
+        from annotator.quality.selectors.agreement import worker_statistics_csv
 
         campaign = self.get_object()
         response = HttpResponse(worker_statistics_csv(campaign=campaign), content_type="text/csv; charset=utf-8")
@@ -441,7 +500,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     @extend_schema(request=s.ReasonSerializer, responses={200: s.AssignmentSerializer, **errors(409)})
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None):
-        from annotator.services.quality.decisions import assignment_approve
+        from annotator.quality.services.decisions import assignment_approve
 
         data = _validated(s.ReasonSerializer, request.data)
         assignment = assignment_approve(assignment=self.get_object(), actor=request.user, reason=data["reason"])
@@ -450,7 +509,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     @extend_schema(request=s.RequiredReasonSerializer, responses={200: s.AssignmentSerializer, **errors(409)})
     @action(detail=True, methods=["post"])
     def reject(self, request, pk=None):
-        from annotator.services.quality.decisions import assignment_reject
+        from annotator.quality.services.decisions import assignment_reject
 
         data = _validated(s.RequiredReasonSerializer, request.data)
         assignment = assignment_reject(assignment=self.get_object(), actor=request.user, reason=data["reason"])
@@ -460,7 +519,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     @action(detail=True, methods=["post"], url_path="retry-mturk-decision")
     def retry_mturk_decision(self, request, pk=None):
         """Send the assignment's decision to MTurk again after MTurk did not accept it (409 otherwise)."""
-        from annotator.services.quality.external_decisions import external_decision_retry
+        from annotator.quality.services.external_decisions import external_decision_retry
 
         assignment = self.get_object()
         decision = ExternalDecision.objects.filter(assignment=assignment).first()
@@ -490,7 +549,7 @@ class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedView
     @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
     @action(detail=True, methods=["post"])
     def block(self, request, pk=None):
-        from annotator.services.quality.trust import worker_block
+        from annotator.quality.services.trust import worker_block
 
         data = _validated(s.RequiredReasonSerializer, request.data)
         worker = self.get_object()
@@ -500,7 +559,7 @@ class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedView
     @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
     @action(detail=True, methods=["post"])
     def unblock(self, request, pk=None):
-        from annotator.services.quality.trust import worker_unblock
+        from annotator.quality.services.trust import worker_unblock
 
         data = _validated(s.RequiredReasonSerializer, request.data)
         worker = self.get_object()
@@ -510,7 +569,7 @@ class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedView
     @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
     @action(detail=True, methods=["post"], url_path="platform-block")
     def platform_block(self, request, pk=None):
-        from annotator.services.quality.trust import worker_platform_block
+        from annotator.quality.services.trust import worker_platform_block
 
         data = _validated(s.RequiredReasonSerializer, request.data)
         worker = worker_platform_block(worker=self.get_object(), actor=request.user, reason=data["reason"])
@@ -519,7 +578,7 @@ class WorkerViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, ScopedView
     @extend_schema(request=s.RequiredReasonSerializer, responses=s.WorkerSerializer)
     @action(detail=True, methods=["post"], url_path="platform-unblock")
     def platform_unblock(self, request, pk=None):
-        from annotator.services.quality.trust import worker_platform_unblock
+        from annotator.quality.services.trust import worker_platform_unblock
 
         data = _validated(s.RequiredReasonSerializer, request.data)
         worker = worker_platform_unblock(worker=self.get_object(), actor=request.user, reason=data["reason"])
@@ -648,7 +707,7 @@ class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     @action(detail=True, methods=["get"], url_path="csv", url_name="csv")
     def csv(self, request, pk=None):
         """Every metric of the evaluation, a row per direction, value, low and high per metric."""
-        from annotator.selectors.leaderboard import evaluations_csv
+        from annotator.research.selectors.leaderboard import evaluations_csv
 
         response = HttpResponse(evaluations_csv([self.get_object()]), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="evaluation-{pk}.csv"'
@@ -656,7 +715,7 @@ class EvaluationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
 
 
 def _visible_dataset(user, dataset_id: int) -> Dataset:
-    from annotator.selectors.datasets import dataset_get_visible
+    from annotator.datasets.selectors.datasets import dataset_get_visible
 
     return dataset_get_visible(user=user, dataset_id=dataset_id)
 

@@ -9,8 +9,12 @@ from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from annotator.core.services.webhooks.delivery import (
+    webhook_endpoint_create,
+    webhook_endpoint_delete,
+    webhook_redeliver,
+)
 from annotator.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
-from annotator.services.webhooks.delivery import webhook_endpoint_create, webhook_endpoint_delete, webhook_redeliver
 from api.schema import errors
 from api.views import ScopedViewSet, _validated
 

@@ -73,7 +73,7 @@ def write_candidates(direction, data):
     from annotator.models import Candidate
 
     if connection.vendor == "postgresql":
-        from workers.ranking.store import copy_buffer, copy_rows  # COPY text from annotator.bulk, the one encoder
+        from workers.ranking.store import copy_buffer, copy_rows  # COPY text from annotator.core.bulk, the one encoder
 
         columns = data[:, 1].astype(np.int64), data[:, 2].astype(np.int64), data[:, 3].astype(np.int64), data[:, 4]
         for run_id in np.unique(data[:, 0]).astype(np.int64).tolist():
@@ -111,6 +111,9 @@ def backend_cpu_seconds() -> float | None:
 def main():
     from django.contrib.auth import get_user_model
 
+    from annotator.campaigns.selectors.campaigns import campaign_statistics
+    from annotator.campaigns.services.build import campaign_build
+    from annotator.campaigns.services.lifecycle import campaign_create
     from annotator.models import (
         Campaign,
         Candidate,
@@ -127,9 +130,6 @@ def main():
         Role,
         RunStatus,
     )
-    from annotator.selectors.campaigns import campaign_statistics
-    from annotator.services.campaigns.build import campaign_build
-    from annotator.services.campaigns.lifecycle import campaign_create
 
     rng = np.random.default_rng(SEED)
     started = time.perf_counter()

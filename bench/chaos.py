@@ -499,20 +499,15 @@ def crowd_worker(base, campaign_id, session_key, args, recorder, stop_at, rng, g
         )
         if claim is None:
             return
-        location = claim.headers.get("Location", "")
-        if claim.status_code != 302 or "/assignments/" not in location:
+        # The claim answers with the HIT page itself; Content-Location names the page.
+        location = claim.headers.get("Content-Location", "")
+        if claim.status_code != 200 or "/assignments/" not in location:
             if claim.status_code >= 400:
                 with recorder.lock:
                     recorder.unexpected.append(("claim", claim.status_code, claim.text[:200]))
             return  # no HIT left for this worker
         assignment_id = int(location.rstrip("/").rsplit("/", 1)[1])
-        page = send(http, recorder, "page", "GET", base + location, time.time() + give_up_after)
-        if page is None:
-            return
-        if page.status_code != 200:
-            with recorder.lock:
-                recorder.unexpected.append(("page", page.status_code, page.text[:200]))
-            return
+        page = claim
         tokens = list(dict.fromkeys(token_pattern.findall(page.text)))
         answers = []
         for token in tokens:
@@ -643,8 +638,8 @@ def unscored_count() -> int:
 def verify(recorder: Recorder, redundancy: int) -> dict:
     from django.db.models import Count
 
+    from annotator.crowd.selectors.work import hit_item_tokens
     from annotator.models import Answer, Assignment, AssignmentEvent, Hit
-    from annotator.selectors.work import hit_item_tokens
 
     lost_answers = 0
     tokens_of = {}

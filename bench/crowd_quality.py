@@ -30,7 +30,8 @@ qualification test): careful workers' accuracy at work 0.80 / 0.85 / 0.90 / 0.95
 share of 10% / 20% / 30% (`--bad-shares`) whose kinds come in turn from GRID_BAD_KINDS (colluders answering
 from one shared sheet by HIT position, random, always-yes, always-no, too fast, adversarial, gold learners).
 Every cell's careful workers are near-flawless on the qualification test (`--test-accuracy`, 0.98) but not at
-work, give one answer in six as a middle answer (`--middle-share`), and err more on negatives the annotators
+work, so are its bad workers (they try on the test and spam, collude or guess only at work; `--bad-fail-test`
+makes them answer the test as they work, and most then fail it), give one answer in six as a middle answer (`--middle-share`), and err more on negatives the annotators
 ranked first (`--rank-difficulty`); the crowd is sized so the campaign can finish (3 HITs per worker). The
 dataset and its ranking runs are made once per seed and shared by every cell. Every goal is reported per
 cell, and the worst cell is what counts:
@@ -69,7 +70,7 @@ def oracle_bound(*, campaign_id: int, truth_of, settle: float, careful: tuple[fl
     from sklearn.linear_model import LogisticRegression
 
     from annotator.models import Campaign, HitItem, ItemRole, Pair
-    from annotator.selectors.posterior import machine_features
+    from annotator.quality.selectors.posterior import machine_features
 
     campaign = Campaign.objects.get(pk=campaign_id)
     pair_ids = sorted(
@@ -196,6 +197,7 @@ def run_grid(args) -> None:
             variant="defaults",
             bad_kinds=GRID_BAD_KINDS,
             test_accuracy=args.test_accuracy,
+            bad_pass_test=not args.bad_fail_test,
             middle_share=args.middle_share,
             rank_difficulty=args.rank_difficulty,
             hits_per_worker=args.hits_per_worker or None,
@@ -213,7 +215,7 @@ def run_grid(args) -> None:
                 f"coverage {m['interval_coverage'] or 0:.3f} ECE {m['calibration_error']:.3f} bad "
                 f"{m['bad_flagged_count']}/{m['bad_assignments']} good {m['good_flagged_count']}/"
                 f"{m['good_assignments']} unfinished {m['unfinished_pairs']}/{m['candidate_pairs']} "
-                f"({m['seconds']:.0f} s)",
+                f"({m['seconds']:.0f} s); good work's flags {m['good_flags'] or 'none'}",
                 flush=True,
             )
     cells = {}
@@ -237,7 +239,7 @@ def run_grid(args) -> None:
         }
     print(
         f"\ngrid: {len(grid)} cells x {args.seeds} seeds (first {args.first_seed}), {args.images} images, "
-        f"test accuracy {args.test_accuracy:g}, middle share {args.middle_share:.3f}, rank difficulty "
+        f"test accuracy {args.test_accuracy:g} (bad workers {'fail' if args.bad_fail_test else 'pass'} it), middle share {args.middle_share:.3f}, rank difficulty "
         f"{args.rank_difficulty:g}; {time.perf_counter() - started:.0f} s"
     )
     print("cell      accuracy  answers/pair  interval cover  ECE    bad caught           good flagged       unfinished")
@@ -324,7 +326,20 @@ def main() -> None:
         default="tfidf_pivot,minilm_pivot",
         help="offline annotators whose runs the campaign pools (comma-separated; default both, as `make demo`)",
     )
+    parser.add_argument(
+        "--judge-accuracy",
+        type=float,
+        default=None,
+        help="not --grid: a synthetic vision-language judge of this accuracy joins every campaign's runs "
+        "(the machine prior reads it; annotator/scenarios/judge_sim.py)",
+    )
     parser.add_argument("--bad-kinds", default=None, help="the bad workers' kinds, in turn (comma-separated)")
+    parser.add_argument(
+        "--bad-fail-test",
+        action="store_true",
+        help="--grid: bad workers answer the qualification test as they work (most fail it); by default they pass it "
+        "as careful workers do and only then spam, collude or guess",
+    )
     args = parser.parse_args()
     args.seeds = args.seeds or (1 if args.quick else 5)
     args.images = args.images or (24 if args.quick else 40 if args.grid else 60)
@@ -342,8 +357,8 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
+    from annotator.quality.selectors.posterior import campaign_gold_check
     from annotator.scenarios.simulation import SimulationConfig, simulate_variants, truth_lookup
-    from annotator.selectors.posterior import campaign_gold_check
 
     call_command("migrate", verbosity=0)
     if args.grid:
@@ -369,6 +384,7 @@ def main() -> None:
             gold_light_share=args.gold_light_share,
             **({"bad_kinds": tuple(k.strip() for k in args.bad_kinds.split(","))} if args.bad_kinds else {}),
             careful_accuracy=args.careful_accuracy,
+            judge_accuracy=args.judge_accuracy,
         )
         spread = config.careful_spread
 

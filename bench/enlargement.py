@@ -43,14 +43,17 @@ from django.db import connection  # noqa: E402
 
 
 def main(args) -> dict:
+    from annotator.datasets.services.imports import dataset_import
+    from annotator.finegrained.selectors.coarse import coarse_captions
+    from annotator.finegrained.services.pools.enlargement import (
+        enlargement_add,
+        enlargement_request,
+    )
+    from annotator.finegrained.services.pools.imports import pool_import
     from annotator.models import Caption, GalleryEnlargement, Image, PoolImage, RankingRun, RunStatus
+    from annotator.ranking.services.annotators import annotator_register
     from annotator.scenarios.synthetic import generate, make_synthetic_dataset
     from annotator.scenarios.synthetic_pool import make_synthetic_pool
-    from annotator.selectors.coarse import coarse_captions
-    from annotator.services.importing.imports import dataset_import
-    from annotator.services.pools.enlargement import enlargement_add, enlargement_request
-    from annotator.services.pools.imports import pool_import
-    from annotator.services.ranking.annotators import annotator_register
     from workers.ranking.pipeline import ranking_run_execute
     from workers.ranking.pool import enlargement_execute
 

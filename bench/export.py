@@ -98,9 +98,10 @@ def generate(size: int) -> dict:
             cursor.execute("ANALYZE annotator_image")
             cursor.execute("ANALYZE annotator_caption")
             cursor.execute(
-                "INSERT INTO annotator_pair (campaign_id, kind, image_id, caption_id, is_original, direction, query_id) "
+                "INSERT INTO annotator_pair (campaign_id, kind, image_id, caption_id, is_original, direction, query_id, "
+                "sampling_method) "
                 "SELECT %s, 'image_caption', i.id, c.id, c.image_id = i.id, "
-                "CASE WHEN i.id %% 10 < 7 THEN 'i2t' ELSE 't2i' END, CASE WHEN i.id %% 10 < 7 THEN i.id ELSE c.id END "
+                "CASE WHEN i.id %% 10 < 7 THEN 'i2t' ELSE 't2i' END, CASE WHEN i.id %% 10 < 7 THEN i.id ELSE c.id END, '' "
                 "FROM annotator_image i CROSS JOIN generate_series(0, 3) d "
                 "JOIN annotator_caption c ON c.image_id = i.id + d WHERE i.dataset_id = %s AND c.dataset_id = i.dataset_id",
                 [campaign.pk, dataset.pk],
@@ -136,9 +137,11 @@ def measure(kind: str, campaign_id: int, target_url: str) -> dict:
     """Runs in a fresh child: one export of `kind`, timed, with the child's RSS before and at its peak."""
     from django.db import connection, transaction
 
+    from annotator.labels.export_columns import table_columns
+    from annotator.labels.services.exports.postgres import labels_export_postgres
+    from annotator.labels.services.exports.rows import label_rows_sql
+    from annotator.labels.services.exports.write import labels_write
     from annotator.models import Campaign
-    from annotator.services.exports.postgres import labels_export_postgres, pg_select_sql
-    from annotator.services.exports.write import labels_write
 
     campaign = Campaign.objects.get(pk=campaign_id)
     table = f"labels_{campaign_id}"
@@ -153,7 +156,9 @@ def measure(kind: str, campaign_id: int, target_url: str) -> dict:
         started = time.perf_counter()
         if kind == "copy":
             with transaction.atomic(), connection.cursor() as cursor:
-                select = cursor.cursor.mogrify(pg_select_sql(), [campaign_id, "majority"]).decode()
+                select = cursor.cursor.mogrify(
+                    label_rows_sql(table_columns(), ordered=False), [campaign_id, "majority"]
+                ).decode()
                 cursor.cursor.copy_expert(f"COPY ({select}) TO STDOUT", out, size=1 << 18)
                 rows = cursor.cursor.rowcount
         elif kind in ("json", "jsonl"):

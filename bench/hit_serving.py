@@ -1,10 +1,11 @@
 """HIT serving under load: N simulated crowd workers over HTTP against gunicorn and PostgreSQL.
 
 Each simulated worker (a thread with its own HTTP session, logged in with a real session cookie and a
-CSRF token) repeats: claim a HIT (POST, like the "Start working" button), load the HIT page, autosave
-every item (one JSON POST per item, with a think time between items), submit (JSON POST). Like hit.js,
-a worker sends a request again after a 503 (waiting its Retry-After) or a dropped connection; every one
-of those requests is idempotent.
+CSRF token) repeats: claim a HIT (POST, like the "Start working" button; the answer is the HIT page),
+answer every item with a think time between items, autosaving as hit.js does (the answers not yet
+acknowledged in one JSON POST once HIT_AUTOSAVE_BATCH_ITEMS wait, or when HIT_AUTOSAVE_WAIT_SECONDS pass
+without a change), submit (JSON POST). Like hit.js, a worker sends a request again after a 503 (waiting
+its Retry-After) or a dropped connection; every one of those requests is idempotent.
 
 Three parts, all against the same server:
 1. **CPU per operation**: a few workers do claims, then pages, then autosaves, then submits, each kind on
@@ -13,7 +14,9 @@ Three parts, all against the same server:
 2. **The load**: with think time (default), `--workers` people arrive over `--ramp` seconds and each does
    `--hits-per-worker` HITs; with `--hammer`, no think time, in steps of growing concurrency (`--steps`,
    `--step-seconds` each), HIT after HIT: per step the served requests per second, p50/p99 per operation
-   (the latency curve), refusals (503, each checked for Retry-After) and dropped connections.
+   (the latency curve), refusals (503, each checked for Retry-After) and dropped connections. Per step too,
+   per completed HIT: the server's CPU (gunicorn's processes + the PostgreSQL backends of its database),
+   the requests it took (refusals included) and HITs per second.
 3. **The check**: every acknowledged autosave and submit is in the database, nothing is doubled, no HIT
    is over its redundancy.
 It ends with one table: each goal of docs/operations.md ("Serving the crowd") beside what was measured,
@@ -29,6 +32,7 @@ production where a separate worker scores submissions.
     .venv/bin/python bench/hit_serving.py --hammer                        # no think time, 10..1000 workers
     .venv/bin/python bench/hit_serving.py --hammer --app-root /work/main  # the same against another checkout
     .venv/bin/python bench/hit_serving.py --hammer --compare bench/out/baseline.json --out bench/out/new.json
+    .venv/bin/python bench/hit_serving.py --hammer --steps 50,200 --step-seconds 60 --cpu-workers 0  # per HIT
 """
 
 import argparse
@@ -53,6 +57,11 @@ OPERATIONS = ("claim", "page", "autosave", "submit")
 GOAL_CPU_MS = 4.0
 GOAL_P99_MS = 150.0
 GOAL_HAMMER_RPS = 120.0
+GOAL_CPU_PER_HIT_MS = 40.0
+GOAL_REQUESTS_PER_HIT = 6.0
+# hit.js's autosave (config/settings.py HIT_AUTOSAVE_BATCH_ITEMS, HIT_AUTOSAVE_WAIT_SECONDS defaults).
+BATCH_ITEMS = 6
+BATCH_WAIT_SECONDS = 10.0
 
 
 def parse_args(argv=None):
@@ -304,6 +313,9 @@ class PostgresCpu:
         self.connection.autocommit = True
         self.database = database
         self.seen: dict[int, float] = {}
+        # what the database's backends were doing at each sample, per step: where PostgreSQL's time goes
+        self.waits: dict[int, Counter] = defaultdict(Counter)
+        self.step = -1  # the warm-up is not sampled
         self.lock = threading.Lock()
         self.stop = threading.Event()
         with self.connection.cursor() as cursor:
@@ -314,9 +326,18 @@ class PostgresCpu:
 
     def sample(self) -> float:
         with self.connection.cursor() as cursor:
-            cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", [self.database])
-            pids = [row[0] for row in cursor.fetchall() if row[0] != self.own]
+            cursor.execute(
+                "SELECT pid, state, wait_event_type, wait_event FROM pg_stat_activity WHERE datname = %s",
+                [self.database],
+            )
+            rows = [row for row in cursor.fetchall() if row[0] != self.own]
+        pids = [row[0] for row in rows]
         with self.lock:
+            for _pid, state, kind, event in rows if self.step >= 0 else ():
+                if state == "active":  # running or waiting inside a statement
+                    self.waits[self.step][f"{kind}:{event}" if kind else "CPU"] += 1
+                elif state == "idle in transaction":  # between two statements of one transaction
+                    self.waits[self.step]["idle in transaction"] += 1
             for pid in pids:
                 value = pid_cpu_seconds(pid)
                 if value is not None:
@@ -361,10 +382,13 @@ class Recorder:
         self.unexpected = []  # answers the crowd should never see: a 4xx, a 5xx other than 503
         self.acked_answers = {}  # (assignment id, token) -> the choice the server acknowledged
         self.acked_submits = set()
+        self.completed = Counter()  # step -> HITs submitted
+        self.requests = Counter()  # step -> requests sent (served, refused or dropped)
         self.out_of_hits = 0
 
     def answered(self, op, response, seconds):
         with self.lock:
+            self.requests[self.step] += 1
             self.statuses[op][response.status_code] += 1
             if response.status_code == 503:
                 self.refused[self.step] += 1
@@ -378,6 +402,7 @@ class Recorder:
 
     def drop(self, op, error):
         with self.lock:
+            self.requests[self.step] += 1
             self.dropped[self.step] += 1
             self.dropped_kinds[f"{op}: {error}"] += 1
 
@@ -489,6 +514,52 @@ class SessionPool:
             return self.keys.pop() if self.keys else None
 
 
+def send_batch(http, recorder, page_url, unsent, *, stop_at, timeout, headers) -> None:
+    """One autosave as hit.js sends it: every answer not yet acknowledged; noted as acknowledged on a 200."""
+    saved = send(
+        http,
+        recorder,
+        "autosave",
+        "POST",
+        f"{page_url}/answers",
+        stop_at,
+        timeout,
+        json={"answers": unsent},
+        headers=headers,
+    )
+    if saved is not None and saved.status_code == 200:
+        assignment_id = int(page_url.rsplit("/", 1)[1])
+        with recorder.lock:
+            for entry in unsent:
+                recorder.acked_answers[(assignment_id, entry["item_token"])] = entry["choice"]
+    unsent.clear()
+
+
+def answer_hit(http, recorder, page_url, tokens, rng, *, think, stop_at, timeout, headers) -> list | None:
+    """Answer every item with a think time before each, autosaving as hit.js does: once BATCH_ITEMS answers
+    wait, or when BATCH_WAIT_SECONDS pass without a change. The answers, or None when time ran out."""
+    answers, unsent = [], []
+    for token in tokens:
+        gap = rng.expovariate(1 / think) if think > 0 else 0
+        if unsent and gap >= BATCH_WAIT_SECONDS:  # hit.js's timer fires during a long pause
+            time.sleep(BATCH_WAIT_SECONDS)
+            send_batch(http, recorder, page_url, unsent, stop_at=stop_at, timeout=timeout, headers=headers)
+            gap -= BATCH_WAIT_SECONDS
+        time.sleep(gap)
+        if time.time() > stop_at:
+            return None
+        choice = rng.choice(["yes", "yes", "no", "partially_yes", "mostly_no"])
+        answer = {"item_token": token, "choice": choice, "seconds_spent": round(rng.uniform(2, 30), 1)}
+        if choice in ("partially_yes", "mostly_no"):
+            answer["shortcomings"] = ["wrong_way"]
+            answer["wrong_aspects"] = [rng.choice(["color", "quantity", "action"])]
+        answers.append(answer)
+        unsent.append(answer)
+        if len(unsent) >= BATCH_ITEMS:
+            send_batch(http, recorder, page_url, unsent, stop_at=stop_at, timeout=timeout, headers=headers)
+    return answers
+
+
 def crowd_worker(base, campaign_id, session_key, args, recorder, stop_at, rng, *, hits, think, ramp, start, pool=None):
     start.wait()
     http = LeanHttp(base)
@@ -516,41 +587,27 @@ def crowd_worker(base, campaign_id, session_key, args, recorder, stop_at, rng, *
         )
         if claim is None:
             return
-        location = claim.headers.get("Location", "")
-        if claim.status_code != 302 or "/assignments/" not in location:
+        # The claim answers with the HIT page itself; Content-Location names it.
+        location = claim.headers.get("Content-Location", "")
+        if claim.status_code != 200 or "/assignments/" not in location:
             with recorder.lock:
                 recorder.out_of_hits += 1
             return
         assignment_id = int(location.rstrip("/").rsplit("/", 1)[1])
-        page = send(http, recorder, "page", "GET", base + location, stop_at, timeout)
-        if page is None or page.status_code != 200:
-            return
-        tokens = list(dict.fromkeys(token_pattern.findall(page.text)))
-        answers = []
-        for token in tokens:
-            time.sleep(rng.expovariate(1 / think) if think > 0 else 0)
-            if time.time() > stop_at:
-                return  # the lease stays reserved; what was acknowledged so far is checked
-            choice = rng.choice(["yes", "yes", "no", "partially_yes", "mostly_no"])
-            answer = {"item_token": token, "choice": choice, "seconds_spent": round(rng.uniform(2, 30), 1)}
-            if choice in ("partially_yes", "mostly_no"):
-                answer["shortcomings"] = ["wrong_way"]
-                answer["wrong_aspects"] = [rng.choice(["color", "quantity", "action"])]
-            answers.append(answer)
-            saved = send(
-                http,
-                recorder,
-                "autosave",
-                "POST",
-                f"{base}/work/assignments/{assignment_id}/answer",
-                stop_at,
-                timeout,
-                json=answer,
-                headers=json_headers,
-            )
-            if saved is not None and saved.status_code == 200:
-                with recorder.lock:
-                    recorder.acked_answers[(assignment_id, token)] = choice
+        tokens = list(dict.fromkeys(token_pattern.findall(claim.text)))
+        answers = answer_hit(
+            http,
+            recorder,
+            f"{base}/work/assignments/{assignment_id}",
+            tokens,
+            rng,
+            think=think,
+            stop_at=stop_at,
+            timeout=timeout,
+            headers=json_headers,
+        )
+        if answers is None:
+            return  # the lease stays reserved; what was acknowledged so far is checked
         submitted = send(
             http,
             recorder,
@@ -565,6 +622,9 @@ def crowd_worker(base, campaign_id, session_key, args, recorder, stop_at, rng, *
         if submitted is not None and submitted.status_code == 200:
             with recorder.lock:
                 recorder.acked_submits.add(assignment_id)
+                recorder.completed[recorder.step] += 1
+                for entry in answers:  # the submit carries every answer, the unsent ones too
+                    recorder.acked_answers[(assignment_id, entry["item_token"])] = entry["choice"]
             done += 1
             if pool is not None:  # the next person, on the same connection
                 session_key = pool.take()
@@ -609,23 +669,24 @@ def measure_cpu_per_operation(base, campaign_id, sessions, args, meters) -> dict
 
     def claim(c):
         r = c["http"].post(f"{base}/work/campaigns/{campaign_id}/claim", headers=c["headers"], allow_redirects=False)
-        c["location"] = r.headers["Location"]
-        return 1
-
-    def page(c):
-        r = c["http"].get(base + c["location"])
+        c["location"] = r.headers["Content-Location"]  # the answer is the HIT page
         c["tokens"] = list(dict.fromkeys(token_pattern.findall(r.text)))
         return 1
 
-    def autosave(c):
+    def page(c):  # a reload of the HIT page
+        c["http"].get(base + c["location"]).raise_for_status()
+        return 1
+
+    def autosave(c):  # hit.js's batches
         path = base + c["location"].rstrip("/")
-        for token in c["tokens"]:
+        batches = [c["tokens"][k : k + BATCH_ITEMS] for k in range(0, len(c["tokens"]), BATCH_ITEMS)]
+        for batch in batches:
             c["http"].post(
-                f"{path}/answer",
-                json={"item_token": token, "choice": "yes", "seconds_spent": 5},
+                f"{path}/answers",
+                json={"answers": [{"item_token": token, "choice": "yes", "seconds_spent": 5} for token in batch]},
                 headers={**c["headers"], "Accept": "application/json"},
             ).raise_for_status()
-        return len(c["tokens"])
+        return len(batches)
 
     def submit(c):
         path = base + c["location"].rstrip("/")
@@ -680,7 +741,7 @@ def verify(recorder: Recorder, redundancy: int) -> dict:
     for (assignment_id, token), choice in recorder.acked_answers.items():
         by_assignment[assignment_id][token] = choice
     assignments = Assignment.objects.in_bulk(list(by_assignment) + list(recorder.acked_submits))
-    from annotator.selectors.hits import hit_item_token
+    from annotator.crowd.selectors.hits import hit_item_token
 
     lost_answers = 0
     for assignment_id, acked in by_assignment.items():
@@ -734,6 +795,8 @@ def goal_rows(result: dict) -> list[tuple[str, str, float | None, bool | None]]:
         rows.append((f"CPU per {op} (Python + PostgreSQL) ms", f"<= {GOAL_CPU_MS:g}", total, total <= GOAL_CPU_MS))
     if result["mode"] == "think":
         for op in OPERATIONS:
+            if not result["steps"][0]["latency"][op]["count"]:
+                continue  # "page": the claim's answer is the page
             p99 = result["steps"][0]["latency"][op]["p99_ms"]
             rows.append(
                 (
@@ -754,6 +817,32 @@ def goal_rows(result: dict) -> list[tuple[str, str, float | None, bool | None]]:
                 result["saturation_rps"] >= GOAL_HAMMER_RPS,
             )
         )
+        first, last = result["steps"][0], result["steps"][-1]
+        rows.append(
+            (
+                f"hammer, {first['workers']} workers: CPU per HIT ms",
+                f"<= {GOAL_CPU_PER_HIT_MS:g}",
+                first["cpu_ms_per_hit"],
+                first["cpu_ms_per_hit"] <= GOAL_CPU_PER_HIT_MS,
+            )
+        )
+        worst = max(step["requests_per_hit"] for step in result["steps"])
+        rows.append(
+            ("hammer: requests per HIT", f"<= {GOAL_REQUESTS_PER_HIT:g}", worst, worst <= GOAL_REQUESTS_PER_HIT)
+        )
+        if len(result["steps"]) > 1:
+            rise = 100 * (last["cpu_ms_per_hit"] / max(first["cpu_ms_per_hit"], 1e-9) - 1)
+            rows.append(
+                (f"hammer, {first['workers']} -> {last['workers']}: CPU per HIT rise %", "<= 20", rise, rise <= 20)
+            )
+            rows.append(
+                (
+                    f"hammer, HITs/s at {last['workers']} (vs {first['hits_per_s']:.1f} at {first['workers']})",
+                    ">= first",
+                    last["hits_per_s"],
+                    last["hits_per_s"] >= first["hits_per_s"],
+                )
+            )
         rows.append(
             (
                 "hammer: 503s without Retry-After",
@@ -801,7 +890,7 @@ def operation_of(method: str, path: str) -> str | None:
     """Which of OPERATIONS an access-log line is, or None."""
     if path.endswith("/claim"):
         return "claim"
-    if path.endswith("/answer"):
+    if path.endswith("/answers") or path.endswith("/answer"):
         return "autosave"
     if path.endswith("/submit"):
         return "submit"
@@ -820,6 +909,39 @@ def server_side_latencies(access_log: str, *, skip: int) -> dict[str, list[float
         if op:
             server_side[op].append(int(micros) / 1e6)
     return server_side
+
+
+def print_per_hit(steps: list[dict], recorder: Recorder) -> None:
+    """Per step, per completed HIT: the server's CPU, the requests it took, and HITs per second."""
+    print("\nper completed HIT (server CPU = gunicorn's processes + the PostgreSQL backends of its database):")
+    print(f"{'workers':>7} {'HITs':>6} {'HITs/s':>7} {'cpu ms/HIT':>10} {'py':>6} {'pg':>6} {'req/HIT':>8} {'load':>5}")
+    for index, step in enumerate(steps):
+        completed = recorder.completed[index]
+        step["completed_hits"] = completed
+        step["hits_per_s"] = completed / step["seconds"]
+        per = 1000 / max(completed, 1)
+        step["python_ms_per_hit"] = step["python_cpu_s"] * per
+        step["postgres_ms_per_hit"] = step["postgres_cpu_s"] * per
+        step["cpu_ms_per_hit"] = step["python_ms_per_hit"] + step["postgres_ms_per_hit"]
+        step["requests_per_hit"] = recorder.requests[index] / max(completed, 1)
+        print(
+            f"{step['workers']:>7} {completed:>6} {step['hits_per_s']:>7.1f} {step['cpu_ms_per_hit']:>10.1f} "
+            f"{step['python_ms_per_hit']:>6.1f} {step['postgres_ms_per_hit']:>6.1f} {step['requests_per_hit']:>8.2f} "
+            f"{step['load_average']:>5.1f}"
+        )
+
+
+def print_waits(steps: list[dict], pg: PostgresCpu) -> None:
+    """Per step, the busy backends of the database by what they were doing (sampled every 0.2 s)."""
+    print("\nPostgreSQL backends of the database, busy ones by what they were doing (share of samples):")
+    for index, step in enumerate(steps):
+        waits = pg.waits.get(index, Counter())
+        total = sum(waits.values()) or 1
+        step["postgres_waits"] = dict(waits.most_common())
+        print(
+            f"{step['workers']:>7} workers: "
+            + ", ".join(f"{name} {100 * n / total:.0f}%" for name, n in waits.most_common(6))
+        )
 
 
 def print_cpu_table(cpu: dict, args) -> None:
@@ -882,8 +1004,9 @@ def main(argv=None):
     mode = "hammer" if args.hammer else "think"
     crowd = max(args.steps)
     total_seconds = len(args.steps) * args.step_seconds if args.hammer else args.max_seconds
-    # hammer: everyone holds a lease, plus what up to 300 requests/s (20 a HIT) can finish meanwhile
-    slots = crowd + int(300 * total_seconds / 20) if args.hammer else args.workers * args.hits_per_worker
+    # hammer: everyone holds a lease, plus what up to 60 HITs/s can finish meanwhile (a run that uses them
+    # up says "workers who found no HIT left", and its last steps measure less than the server can do)
+    slots = crowd + int(60 * total_seconds) if args.hammer else args.workers * args.hits_per_worker
     print(
         f"== hit_serving ({mode}): steps {args.steps} workers, redundancy {args.redundancy}, {args.taken_hits} HITs "
         f"already taken, think {0 if args.hammer else args.think}s, gunicorn {args.gunicorn_workers}x"
@@ -942,7 +1065,7 @@ def main(argv=None):
         threads, begun = [], 0
         client_cpu0 = time.process_time()
         for index, size in enumerate(args.steps):
-            recorder.step = index
+            recorder.step = pg.step = index
             python0, pg0 = meters.read()
             step_started = time.perf_counter()
             threads += run_crowd(
@@ -967,7 +1090,13 @@ def main(argv=None):
             python1, pg1 = meters.read()
             seconds = time.perf_counter() - step_started
             steps.append(
-                {"workers": size, "seconds": seconds, "python_cpu_s": python1 - python0, "postgres_cpu_s": pg1 - pg0}
+                {
+                    "workers": size,
+                    "seconds": seconds,
+                    "python_cpu_s": python1 - python0,
+                    "postgres_cpu_s": pg1 - pg0,
+                    "load_average": os.getloadavg()[0],
+                }
             )
         recorder.step = len(args.steps) - 1
         for thread in threads:
@@ -1019,6 +1148,8 @@ def main(argv=None):
             f"{step['python_ms_per_request'] + step['postgres_ms_per_request']:>10.2f} "
             f"{step['python_ms_per_request']:>5.1f} {step['postgres_ms_per_request']:>5.1f}  {cells}"
         )
+    print_per_hit(steps, recorder)
+    print_waits(steps, pg)
     server_side = server_side_latencies(access_log, skip=warm_lines)
     print(
         "server side, whole load (gunicorn's own time per request, without queueing): "

@@ -93,7 +93,7 @@ def child(captions: str, images: str) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from annotator.services.importing.imports import dataset_import
+    from annotator.datasets.services.imports import dataset_import
 
     baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     phases: dict[str, float] = {}

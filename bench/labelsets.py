@@ -79,10 +79,10 @@ def main() -> None:
     from eccv_caption import Metrics
     from eccv_caption._metrics import compute_eccv_metrics, compute_r_at_k
 
-    from annotator.selectors.labelset_analyses import labelset_compare
-    from annotator.services.labelsets.builds import labelset_derive, labelset_from_original
-    from annotator.services.labelsets.evaluation import evaluate
-    from annotator.services.labelsets.imports import labelset_import
+    from annotator.labels.services.labelsets.builds import labelset_derive, labelset_from_original
+    from annotator.labels.services.labelsets.imports import labelset_import
+    from annotator.research.selectors.labelset_analyses import labelset_compare
+    from annotator.research.services.labelset_evaluation import evaluate
     from tests.labelset_support import make_coco_test_dataset, package_file, random_rankings, sits_csv_gz
 
     timings: dict = {}

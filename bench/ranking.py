@@ -71,7 +71,7 @@ def new_run(dataset, annotator):
 
 def bench_encode(texts: list[str], repeats: int) -> dict:
     from annotator.models import Dataset
-    from annotator.services.ranking.annotators import annotator_register
+    from annotator.ranking.services.annotators import annotator_register
     from workers.ranking.annotators import load_annotator
     from workers.ranking.cache import EmbeddingCache
     from workers.ranking.pipeline import RunExecution, ranking_settings
@@ -326,7 +326,7 @@ def sharded_dataset(n_images: int, n_captions: int):
     already in the embedding cache (normalised random vectors, as in `scale`): the run's encode step is a cache
     hit, so what is measured is the part the shards split (top-K and candidate writes)."""
     from annotator.models import Caption, Dataset, Image
-    from annotator.services.ranking.annotators import annotator_register
+    from annotator.ranking.services.annotators import annotator_register
     from workers.ranking.annotators import load_annotator
     from workers.ranking.cache import EmbeddingCache
     from workers.ranking.pipeline import corpus_load, ranking_settings
@@ -435,7 +435,7 @@ def sharded_run(dataset, annotator, workers: int, log_dir: Path) -> dict:
     from celery import current_app
 
     from annotator.models import RankingRun, RankingShard
-    from annotator.services.ranking.runs import ranking_run_start
+    from annotator.ranking.services.runs import ranking_run_start
 
     with current_app.connection_for_write() as conn:  # no stale message of an earlier run in our queue
         conn.default_channel.queue_purge("gpu")

@@ -41,11 +41,11 @@ from django.db import connection  # noqa: E402
 
 def main(args) -> dict:
     from annotator.analysis.hit_rate import hit_rates, intra_modal_truth
+    from annotator.datasets.services.imports import dataset_import
     from annotator.models import Caption, Image, RankingRun, RunStatus
+    from annotator.ranking.selectors.ranking import annotator_diversity, top_lists
+    from annotator.ranking.services.annotators import annotator_register
     from annotator.scenarios.synthetic import make_synthetic_dataset
-    from annotator.selectors.ranking import annotator_diversity, top_lists
-    from annotator.services.importing.imports import dataset_import
-    from annotator.services.ranking.annotators import annotator_register
     from workers.ranking.pipeline import ranking_run_execute
 
     out_dir = Path(tempfile.mkdtemp(prefix="bench-synthetic-"))

@@ -79,19 +79,22 @@ def main() -> None:
     from django.contrib.auth import get_user_model
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from annotator.models import CorrectionAssignment, Profile, ProposalStatus, RefinementProposal, Role
-    from annotator.scenarios.scene_facts import scene_correct
-    from annotator.scenarios.synthetic import make_synthetic_dataset
-    from annotator.services.accounts.workers import worker_for_user
-    from annotator.services.importing.imports import dataset_import
-    from annotator.services.refinement.corrections import correction_claim, correction_submit
-    from annotator.services.refinement.proposals import (
+    from annotator.crowd.services.workers import worker_for_user
+    from annotator.datasets.services.imports import dataset_import
+    from annotator.finegrained.services.refinement.corrections import (
+        correction_claim,
+        correction_submit,
+    )
+    from annotator.finegrained.services.refinement.proposals import (
         proposals_generate,
         proposals_import,
         refinement_create,
         refinement_filter,
         refinement_launch,
     )
+    from annotator.models import CorrectionAssignment, Profile, ProposalStatus, RefinementProposal, Role
+    from annotator.scenarios.scene_facts import scene_correct
+    from annotator.scenarios.synthetic import make_synthetic_dataset
 
     def person_create(*, username: str, role: str, password: str):
         user = get_user_model().objects.create_user(username=username, password=password)

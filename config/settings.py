@@ -13,7 +13,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from annotator import task_names
+from annotator.core import task_names
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -47,18 +47,18 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: a body over the limit is refused from its Content-Length before anything reads it (the CSRF
     # check reads the POST body, which would write a large upload to a temporary file).
-    "annotator.middleware.RequestSizeLimitMiddleware",
+    "annotator.core.middleware.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    # django-csp's, with the site-wide header built once (annotator/middleware.py).
-    "annotator.middleware.ContentSecurityPolicyMiddleware",
+    # django-csp's, with the site-wide header built once (annotator/core/middleware.py).
+    "annotator.core.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # PostgreSQL or Redis blinking: a safe request is tried once more, anything else is a 503 with
-    # Retry-After, never a 500 (annotator/resilience/middleware.py, docs/operations.md).
-    "annotator.resilience.middleware.OutageMiddleware",
+    # Retry-After, never a 500 (annotator/core/resilience/middleware.py, docs/operations.md).
+    "annotator.core.resilience.middleware.OutageMiddleware",
     # A view's error as its 4xx page (or JSON for scripts), from the same mapping as the API's handler.
-    "annotator.middleware.ErrorPageMiddleware",
-    # Long work a request starts goes to the background, on the embedded default too (annotator/queue.py).
-    "annotator.queue.LongWorkInBackgroundMiddleware",
+    "annotator.core.middleware.ErrorPageMiddleware",
+    # Long work a request starts goes to the background, on the embedded default too (annotator/core/queue.py).
+    "annotator.core.queue.LongWorkInBackgroundMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -68,7 +68,7 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-# The client's address (annotator.addresses, one rule for the API throttles, the sign-up limit, the log-in
+# The client's address (annotator.core.addresses, one rule for the API throttles, the sign-up limit, the log-in
 # lock-out and the audit log): the number of reverse proxies in front that append to X-Forwarded-For. 0 (the
 # default, no proxy): the connecting address. N: the N-th address from the right of X-Forwarded-For, so an
 # address a client writes into the header itself is never believed. AXES_IPWARE_PROXY_COUNT is the old name.
@@ -76,12 +76,12 @@ TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=env.int("AXES_IPWAR
 
 # Axes first: it refuses a locked-out (user name, address) pair, or a user name or address inside its
 # growing delay, before any password is checked, and counts failures. It has no get_user, so code that
-# logs a user in by hand names AccountBackend (annotator.views.accounts), the ModelBackend that loads the
+# logs a user in by hand names AccountBackend (annotator.core.views.accounts), the ModelBackend that loads the
 # role and the Worker with the user.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "annotator.auth.AccountBackend"]
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "annotator.crowd.auth.AccountBackend"]
 # Log-in lock-out (django-axes): this many failures for one user name from one address lock that pair for
 # AXES_COOLOFF_MINUTES; the owner logs in from any other address meanwhile. The lock-out page answers 429
-# with Retry-After (annotator.views.lockout).
+# with Retry-After (annotator.core.views.lockout).
 AXES_ENABLED = env.bool("AXES_ENABLED", default=True)
 AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=20)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("AXES_COOLOFF_MINUTES", default=30.0))
@@ -90,12 +90,12 @@ AXES_RESET_ON_SUCCESS = True
 # A try refused during a lock-out or a delay checks no password, so it is not one more failure: waiting it
 # out always works (axes' default counts it, which would keep a lock-out going for as long as tries come).
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
-AXES_LOCKOUT_CALLABLE = "annotator.views.lockout.lockout_response"
+AXES_LOCKOUT_CALLABLE = "annotator.core.views.lockout.lockout_response"
 AXES_USERNAME_FORM_FIELD = "username"
-AXES_CLIENT_IP_CALLABLE = "annotator.addresses.client_address"
-# The growing delays (annotator.services.accounts.login_guard) and the owner's notice of failed log-ins
+AXES_CLIENT_IP_CALLABLE = "annotator.core.addresses.client_address"
+# The growing delays (annotator.core.services.login_guard) and the owner's notice of failed log-ins
 # since their last one, counted from axes' failure log.
-AXES_HANDLER = "annotator.services.accounts.login_guard.LoginGuardHandler"
+AXES_HANDLER = "annotator.core.services.login_guard.LoginGuardHandler"
 AXES_ENABLE_ACCESS_FAILURE_LOG = True
 # Growing delays: after LOGIN_SLOWDOWN_USERNAME_AFTER failures for one user name (from any addresses), or
 # LOGIN_SLOWDOWN_ADDRESS_AFTER from one address (for any user names), each further failure makes the next
@@ -121,7 +121,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "annotator.access.template_context",
+                "annotator.core.selectors.access.template_context",
             ],
         },
     },
@@ -135,7 +135,7 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("CONN_HEALTH_CHECKS", defa
 # A pooler in transaction mode (PgBouncer, docker-compose.yml) between Django and PostgreSQL hands each
 # transaction to whichever server connection is free, so nothing may outlive a transaction on one: no
 # server-side cursors (Django's `.iterator()` would open them WITH HOLD) and no PREPAREd statements
-# (annotator/rows.py then sends its SQL text each time). Off = Django talks to PostgreSQL directly.
+# (annotator/crowd/rows.py then sends its SQL text each time). Off = Django talks to PostgreSQL directly.
 DATABASE_TRANSACTION_POOLING = env.bool("DATABASE_TRANSACTION_POOLING", default=False)
 if DATABASE_TRANSACTION_POOLING:
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
@@ -206,7 +206,7 @@ CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=6 * 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=6 * 3600 - 60)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A broker that is down costs a request about a second, not a hang: short socket timeouts and a short
-# publish retry. What could not be sent after a commit is left to the sweep (annotator/queue.py).
+# publish retry. What could not be sent after a commit is left to the sweep (annotator/core/queue.py).
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2, "socket_timeout": 10}
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True  # a worker started while Redis restarts waits for it
@@ -245,16 +245,16 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # Several serializers have a `format` or `kind` field with different choices; name each set once.
     "ENUM_NAME_OVERRIDES": {
-        "FormatEnum": "annotator.models.research.ExportFormat.choices",
-        "KindEnum": "annotator.models.ranking.AnnotatorKind.choices",
-        "LabelSetKindEnum": "annotator.models.labelsets.LabelSetKind.choices",
-        "LabelSetFormatEnum": "annotator.models.labelsets.LabelSetFormat.choices",
-        "LabelSetExportFormatEnum": "annotator.services.labelsets.exports.FORMATS",
-        "JobStatusEnum": "annotator.models.research.ExportStatus.choices",
-        "WebhookEventEnum": "annotator.models.webhooks.WebhookEvent.choices",
-        "DeliveryErrorEnum": "annotator.models.webhooks.DeliveryError.choices",
-        "PayoutStatusEnum": "annotator.models.money.PayoutStatus.choices",
-        "ImportStatusEnum": "annotator.models.dataset.DatasetStatus.choices",  # datasets and pools alike
+        "FormatEnum": "annotator.labels.models.exports.ExportFormat.choices",
+        "KindEnum": "annotator.ranking.models.ranking.AnnotatorKind.choices",
+        "LabelSetKindEnum": "annotator.labels.models.labelsets.LabelSetKind.choices",
+        "LabelSetFormatEnum": "annotator.labels.models.labelsets.LabelSetFormat.choices",
+        "LabelSetExportFormatEnum": "annotator.labels.services.labelsets.exports.FORMATS",
+        "JobStatusEnum": "annotator.labels.models.exports.ExportStatus.choices",
+        "WebhookEventEnum": "annotator.core.models.webhooks.WebhookEvent.choices",
+        "DeliveryErrorEnum": "annotator.core.models.webhooks.DeliveryError.choices",
+        "PayoutStatusEnum": "annotator.crowd.models.money.PayoutStatus.choices",
+        "ImportStatusEnum": "annotator.datasets.models.dataset.DatasetStatus.choices",  # datasets and pools alike
     },
 }
 
@@ -265,13 +265,13 @@ IMPORT_ALLOWED_FORMATS = env.list("IMPORT_ALLOWED_FORMATS", default=["JPEG", "PN
 THUMBNAIL_SIZE = env.int("THUMBNAIL_SIZE", default=384)
 # Uploads on the page and the API (MS-COCO-sized sets go by `manage.py import_dataset`): a request body over
 # IMPORT_MAX_UPLOAD_BYTES is refused (413) from its Content-Length; a zip is screened before it is stored
-# (annotator.importing.screening): members, their total unpacked size and their compression ratio.
+# (annotator.datasets.files.screening): members, their total unpacked size and their compression ratio.
 IMPORT_MAX_UPLOAD_BYTES = env.int("IMPORT_MAX_UPLOAD_BYTES", default=100 * 1024 * 1024)
 IMPORT_MAX_ZIP_MEMBERS = env.int("IMPORT_MAX_ZIP_MEMBERS", default=50_000)
 IMPORT_MAX_UNZIPPED_BYTES = env.int("IMPORT_MAX_UNZIPPED_BYTES", default=2 * 1024 * 1024 * 1024)
 IMPORT_MAX_ZIP_RATIO = env.float("IMPORT_MAX_ZIP_RATIO", default=100.0)
 # The longest caption an import accepts (characters): a longer one is refused with its line (or COCO record)
-# named, at upload (annotator.importing.screening) and in the import's validation pass.
+# named, at upload (annotator.datasets.files.screening) and in the import's validation pass.
 IMPORT_MAX_CAPTION_CHARS = env.int("IMPORT_MAX_CAPTION_CHARS", default=2000)
 # Threads that read, check, thumbnail and store image files during an import (I/O bound: S3 round trips).
 IMPORT_THREADS = env.int("IMPORT_THREADS", default=4)
@@ -315,7 +315,7 @@ QUALITY_PEER_MIN_ITEMS = env.int("QUALITY_PEER_MIN_ITEMS", default=8)
 # QUALITY_POSTERIOR_HIT_LEVEL; below this many, careful workers who disagree on four or five pairs reach it at times.
 QUALITY_PEER_STRONG_MIN_ITEMS = env.float("QUALITY_PEER_STRONG_MIN_ITEMS", default=5.0)
 QUALITY_PEER_WAIT_HOURS = env.float("QUALITY_PEER_WAIT_HOURS", default=72.0)
-# The crowd check before approval (annotator/services/quality/crowd_check.py): flag a worker when P(accuracy < BELOW)
+# The crowd check before approval (annotator/quality/services/crowd_check.py): flag a worker when P(accuracy < BELOW)
 # is at least LEVEL over their answers in the campaign (HIT_LEVEL on one HIT's); excuse a tolerated gold
 # miss when it is below EXCUSE_BELOW.
 QUALITY_POSTERIOR_FLAG_BELOW = env.float("QUALITY_POSTERIOR_FLAG_BELOW", default=0.7)
@@ -336,6 +336,22 @@ QUALITY_POSTERIOR_CHECK_ACCURACY = env.float("QUALITY_POSTERIOR_CHECK_ACCURACY",
 # Hierarchical: the label posterior's workers start from the crowd's accuracy at work (WORKER_ACCURACY is then the
 # centre of the crowd's own prior, moved by the requester's gold record), worth CROWD_STRENGTH answers.
 QUALITY_POSTERIOR_CROWD_STRENGTH = env.float("QUALITY_POSTERIOR_CROWD_STRENGTH", default=20.0)
+# Item difficulty by rank: the label posterior learns the crowd's specificity apart on candidates ranked first and
+# on those ranked second or third (annotator.quality.selectors.posterior.difficulty_classes); off, one specificity
+# per worker, learnt mostly on gold negatives, which are never top-ranked (docs/quality.md, "Item difficulty by rank").
+QUALITY_POSTERIOR_RANK_DIFFICULTY = env.bool("QUALITY_POSTERIOR_RANK_DIFFICULTY", default=True)
+# The machine prior's logistic model is cross-fitted in this many folds: a pair's prior never comes from a model fitted
+# on its own answers (annotator.analysis.posterior.PosteriorPrior.prior_folds). 1: one fit over every pair.
+QUALITY_POSTERIOR_PRIOR_FOLDS = env.int("QUALITY_POSTERIOR_PRIOR_FOLDS", default=5)
+# A campaign's finished vision-language judge run is the machine prior through its P(yes) calibrated on the gold
+# (annotator.quality.selectors.judge_prior); off, the judge is one more run in the machine prior's features.
+# Off by default: in the crowd rehearsal with a 90% judge it spent 2.31 answers per pair against 1.59 for the
+# features model, which learns the judge's accuracy from the crowd as well as from the gold (docs/ranking.md).
+QUALITY_POSTERIOR_JUDGE_PRIOR = env.bool("QUALITY_POSTERIOR_JUDGE_PRIOR", default=False)
+# The crowd check also judges a worker on pairs nobody else answered, against the machine prior (campaigns with one):
+# with about 1.5 answers per pair most of a new worker's pairs have no other answer, and a careful worker with one
+# gold miss was left with too few comparisons to be vouched for.
+QUALITY_POSTERIOR_MACHINE_WITNESS = env.bool("QUALITY_POSTERIOR_MACHINE_WITNESS", default=True)
 QUALITY_GOLD_DISPUTE_MIN_ANSWERS = env.int("QUALITY_GOLD_DISPUTE_MIN_ANSWERS", default=5)
 QUALITY_GOLD_DISPUTE_SHARE = env.float("QUALITY_GOLD_DISPUTE_SHARE", default=0.5)
 CELERY_BEAT_SCHEDULE["quality-auto-approve"] = {
@@ -354,7 +370,12 @@ CELERY_BEAT_SCHEDULE["quality-aggregate"] = {
 ADMIN_URL = env.str("ADMIN_URL", default="admin/").strip("/")
 ADMIN_URL = f"{ADMIN_URL}/" if ADMIN_URL else ""
 SIGNUP_INVITE_CODE = env.str("SIGNUP_INVITE_CODE", default="")
-# Sign-up tries per address (annotator.addresses) and hour; 429 after. A sign-up says a name is taken only
+# The HIT page's autosave (static/js/hit.js): the answers not yet acknowledged go in one request once this
+# many items wait, or this many seconds after the last change; always when the page is hidden or closed
+# (a beacon) and with the submit. What is unsent also waits in the browser's localStorage.
+HIT_AUTOSAVE_BATCH_ITEMS = env.int("HIT_AUTOSAVE_BATCH_ITEMS", default=6)
+HIT_AUTOSAVE_WAIT_SECONDS = env.float("HIT_AUTOSAVE_WAIT_SECONDS", default=10.0)
+# Sign-up tries per address (annotator.core.addresses) and hour; 429 after. A sign-up says a name is taken only
 # once everything else in the form is valid, so each such answer costs a whole valid try.
 SIGNUP_RATE_PER_HOUR = env.int("SIGNUP_RATE_PER_HOUR", default=20)
 # Check each MTurk arrival with GetAssignment (docs/workers.md). On when MTurk is configured: AWS keys that
@@ -373,8 +394,8 @@ CSRF_COOKIE_SAMESITE = env.str("CSRF_COOKIE_SAMESITE", default="Lax")
 CACHE_URL = env.str("CACHE_URL", default="")
 if CACHE_URL:
     # Fail-soft: while Redis is unreachable or refuses writes the cache answers misses, and sessions are read
-    # from the database (annotator/resilience/cache.py).
-    CACHES = {"default": {"BACKEND": "annotator.resilience.cache.FailSoftRedisCache", "LOCATION": CACHE_URL}}
+    # from the database (annotator/core/resilience/cache.py).
+    CACHES = {"default": {"BACKEND": "annotator.core.resilience.cache.FailSoftRedisCache", "LOCATION": CACHE_URL}}
 SESSION_ENGINE = env.str(
     "SESSION_ENGINE",
     default="django.contrib.sessions.backends.cached_db" if CACHE_URL else "django.contrib.sessions.backends.db",
@@ -385,7 +406,7 @@ CELERY_BEAT_SCHEDULE["webhooks-retry"] = {
     "task": task_names.WEBHOOKS_DELIVER_DUE,
     "schedule": env.float("WEBHOOKS_RETRY_EVERY_SECONDS", default=30.0),
 }
-# Webhook receivers inside the network (annotator/services/webhooks/targets.py). A webhook URL must lead to
+# Webhook receivers inside the network (annotator/core/services/webhooks/targets.py). A webhook URL must lead to
 # public unicast addresses only, checked when it is saved and before every delivery; an operator who runs a
 # receiver inside the network names it here, comma-separated: addresses or CIDR networks (any address inside
 # passes, e.g. 10.20.0.0/16) and host names (trusted whatever they resolve to). Both empty by default.
@@ -417,7 +438,7 @@ EVALUATION_RESAMPLES = env.int("EVALUATION_RESAMPLES", default=1000)
 # Content-Security-Policy (django-csp) on every response: scripts, styles and everything else from this
 # origin only (no inline script or style anywhere in the templates), images also from the media host.
 # Framing by this origin only; the worker's pages that MTurk shows widen frame-ancestors to MTurk
-# (annotator.views.work). Forms may post to MTurk's externalSubmit.
+# (annotator.crowd.views.work). Forms may post to MTurk's externalSubmit.
 MTURK_ORIGINS = ["https://www.mturk.com", "https://workersandbox.mturk.com"]
 CSP_EXTRA_IMG_SRC = env.list("CSP_EXTRA_IMG_SRC", default=[])
 _media_origins = []

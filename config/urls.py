@@ -6,10 +6,10 @@ from django.http import Http404
 from django.urls import include, path, re_path
 from django.views.static import serve
 
-from annotator.views.health import healthz
+from annotator.core.views.health import healthz
 
 # An outage that escapes outside a view (a session saved while PostgreSQL is away) is a 503, not a 500.
-handler500 = "annotator.resilience.middleware.server_error"
+handler500 = "annotator.core.resilience.middleware.server_error"
 
 urlpatterns = [path("healthz", healthz, name="healthz")]
 if settings.ADMIN_URL:  # empty: no admin at all (the production default)

@@ -1,10 +1,10 @@
-"""Long work handed to a thread of the process (annotator.queue): hold it at its start, wait for it to end."""
+"""Long work handed to a thread of the process (annotator.core.queue): hold it at its start, wait for it to end."""
 
 import threading
 
 from celery.signals import task_prerun
 
-from annotator.queue import background_threads
+from annotator.core.queue import background_threads
 
 
 def background_join(timeout: float = 120) -> None:

@@ -35,14 +35,14 @@ def _transactional(request) -> bool:
 
 @pytest.fixture(autouse=True)
 def background_tasks(request, monkeypatch):
-    """The long tasks a request handed to the background (annotator.queue), as (task name, args).
+    """The long tasks a request handed to the background (annotator.core.queue), as (task name, args).
 
     A test inside a transaction that is rolled back (pytest-django's default) cannot let a thread do the
     work: the thread's own connection would not see the test's rows. There the handed-over task runs in the
     test's thread at the moment it would have started (django_capture_on_commit_callbacks(execute=True)),
     as eager Celery ran it before, and is recorded so the test can check that the request did not run it
     itself. Tests with transaction=True (and the browser tests) get the real threads; they join them with
-    annotator.queue.background_threads().
+    annotator.core.queue.background_threads().
     """
     handed: list[tuple] = []
     if _transactional(request):
@@ -51,7 +51,7 @@ def background_tasks(request, monkeypatch):
         yield handed
         background_join()  # none may go on writing into the next test's database
         return
-    from annotator import queue
+    from annotator.core import queue
 
     def run_here(task, args, kwargs):
         handed.append((task.name, *args))
@@ -81,13 +81,13 @@ def held_task():
 def webhook_dns(monkeypatch):
     """Webhook host names resolve from this table (name -> addresses), never from the network; a test adds
     its own names, and a name not in it fails as a DNS failure would. This replaces the one resolver hook
-    (annotator.services.webhooks.targets.resolve). A webhook request to an address that is not loopback is
+    (annotator.core.services.webhooks.targets.resolve). A webhook request to an address that is not loopback is
     refused here too, so no test sends traffic beyond the loopback whatever its endpoints' names are."""
     import ipaddress
     import socket
 
+    from annotator.core.services.webhooks import targets, transport
     from annotator.models import DeliveryError
-    from annotator.services.webhooks import targets, transport
 
     public = ["93.184.215.14"]
     table = {
@@ -113,3 +113,11 @@ def webhook_dns(monkeypatch):
     monkeypatch.setattr(targets, "resolve", resolve)
     monkeypatch.setattr(transport, "webhook_post", loopback_only)
     return table
+
+
+@pytest.fixture(scope="session")
+def tiny_clip_checkpoint(tmp_path_factory):
+    """A tiny random-weight Hugging Face CLIP directory (tests/ranking_models.py), built once per session."""
+    from tests.ranking_models import tiny_clip_dir
+
+    return tiny_clip_dir(tmp_path_factory.mktemp("tiny-clip"))

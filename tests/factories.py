@@ -10,7 +10,7 @@ from django.utils import timezone
 from PIL import Image as PILImage
 
 from annotator import models
-from annotator.services.hits.hit_room import hit_room_recount
+from annotator.crowd.services.hit_room import hit_room_recount
 
 
 def png_bytes(color=(200, 30, 30), size=(32, 24)) -> bytes:

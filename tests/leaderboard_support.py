@@ -13,8 +13,8 @@ import json
 import random
 
 from annotator import models
+from annotator.datasets.services.categories import categories_import
 from annotator.scenarios.synthetic import generate, instances
-from annotator.services.importing.categories import categories_import
 from tests import factories
 
 IMAGES = 24
@@ -138,7 +138,7 @@ MODELS = (("oracle-ish", 0.05), ("good", 0.25), ("fair", 0.5), ("weak", 0.8))
 def leaderboard_world(*, tmp_path, capture, owner, researcher=None, resamples: int = 100):
     """A labelled campaign shared with `researcher`, and five evaluated models: the builder's run (biased),
     an outsider's run, and uploads of three noise levels. Returns (campaign, {name: evaluation})."""
-    from annotator.services.research.scorecards import evaluation_request
+    from annotator.research.services.scorecards import evaluation_request
 
     dataset, truth = labelled_dataset(tmp_path=tmp_path)
     campaign = labelled_campaign(owner=owner, dataset=dataset, truth=truth)

@@ -119,5 +119,5 @@ def test_a_planted_stale_path_is_caught():
     text = "See `annotator/services/sweep.py` and `annotator.analysis.aggregation.no_such_function`."
     assert not path_exists(cited_paths(text)[0])
     assert not name_exists(cited_names(text)[0])
-    assert path_exists("annotator/services/operations/sweep.py")
+    assert path_exists("annotator/operations/services/sweep.py")
     assert name_exists("annotator.analysis.aggregation.with_intervals")

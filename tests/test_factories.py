@@ -5,10 +5,10 @@ from collections import Counter
 
 import pytest
 
+from annotator.campaigns.services.build import campaign_build
+from annotator.campaigns.services.lifecycle import campaign_create, campaign_launch
+from annotator.crowd.services.assignments import assignment_claim_external
 from annotator.models import ItemRole, Role
-from annotator.services.campaigns.build import campaign_build
-from annotator.services.campaigns.lifecycle import campaign_create, campaign_launch
-from annotator.services.hits.assignments import assignment_claim_external
 from tests.annotator.campaign_support import add_run, make_dataset
 from tests.factories import AssignmentFactory, WorkerFactory, live_campaign_with_hits, user_with_role
 
@@ -66,8 +66,8 @@ def test_a_factory_lease_leaves_has_room_as_a_claim_does():
 def test_follow_up_hits_number_their_items_from_1_as_the_build_does():
     """Adaptive redundancy packs unsettled pairs into new HITs; their positions count from 1 too."""
     from annotator.models import AssignmentStatus
-    from annotator.services.campaigns.followups import followups_plan
-    from annotator.services.quality.scoring import assignment_score
+    from annotator.quality.services.followups import followups_plan
+    from annotator.quality.services.scoring import assignment_score
     from tests.annotator.quality_support import submit
 
     campaign = live_campaign_with_hits(hits=1, candidates=4, qualification_items=0, adaptive_redundancy=True)

@@ -41,30 +41,43 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
     return float(spearmanr(x, y).statistic)
 
 
-def bootstrap_spearman(rows: Iterable[tuple[object, float, float]], *, samples: int = 1000, seed: int = 0) -> dict:
+def bootstrap_spearman(
+    rows: Iterable[tuple[object, float, float]], *, samples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> dict:
     """CxC's sampled bootstrap correlation over (query, human score, model score) rows.
 
-    Returns the mean Spearman's r over the samples that could be computed, its standard deviation (the
-    spread of the estimate), the samples used, the queries and the pairs.
+    Each sample draws half of the queries without replacement and one of each drawn query's pairs, and takes
+    Spearman's r between the human and the model scores of those pairs. Returns the mean r over the samples
+    that could be computed (a sample whose human or model scores are all equal has no r: a constant model
+    has none at all), its standard deviation and the central `confidence` interval of the samples (the
+    spread of the estimate), the samples used, the queries and the pairs. The same rows (in any order) and
+    seed give the same numbers: queries are taken in the order of their text.
     """
     by_query: dict[object, list[tuple[float, float]]] = defaultdict(list)
     for query, human, model in rows:
         by_query[query].append((float(human), float(model)))
     queries = sorted(by_query, key=str)
-    pairs = sum(len(v) for v in by_query.values())
+    counts = np.array([len(by_query[query]) for query in queries], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64) if len(queries) else counts
+    flat = [pair for query in queries for pair in by_query[query]]
+    human = np.array([pair[0] for pair in flat], dtype=np.float64)
+    model = np.array([pair[1] for pair in flat], dtype=np.float64)
     rng = np.random.default_rng(seed)
     half = max(1, len(queries) // 2)
     values = []
     for _ in range(samples if len(queries) >= 3 else 0):
         chosen = rng.choice(len(queries), size=half, replace=False)
-        picked = [by_query[queries[i]][int(rng.integers(len(by_query[queries[i]])))] for i in chosen]
-        value = _spearman(np.array([p[0] for p in picked]), np.array([p[1] for p in picked]))
+        picked = offsets[chosen] + np.minimum((rng.random(half) * counts[chosen]).astype(np.int64), counts[chosen] - 1)
+        value = _spearman(human[picked], model[picked])
         if value is not None and np.isfinite(value):
             values.append(value)
+    tail = (1.0 - confidence) / 2 * 100
     return {
         "spearman": float(np.mean(values)) if values else None,
         "sd": float(np.std(values)) if values else None,
+        "low": float(np.percentile(values, tail)) if values else None,
+        "high": float(np.percentile(values, 100 - tail)) if values else None,
         "samples": len(values),
         "queries": len(queries),
-        "pairs": pairs,
+        "pairs": int(len(flat)),
     }

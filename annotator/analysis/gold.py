@@ -34,7 +34,7 @@ def gold_score_right(*, role: str, score: float | None, threshold: float) -> boo
 
 # The qualification pass rule. The score is balanced accuracy: the mean of the accuracy on matching items and
 # the accuracy on non-matching items. Answering the same to everything scores exactly 0.5 on a test holding
-# both, so a pass mark must be above 0.5 (annotator.services.campaigns.options checks it).
+# both, so a pass mark must be above 0.5 (annotator.campaigns.services.options checks it).
 QUALIFICATION_PASS_MARK_ABOVE = 0.5
 
 

@@ -1,7 +1,7 @@
 """Gold exposure: how many workers saw a gold pair, and whether it became easier for those who had seen it.
 
 Pure Python over plain tuples (no ORM). A gold item is worth something only while workers cannot tell it
-apart or remember its answer; both signals below retire it (annotator.services.quality.gold_rotation).
+apart or remember its answer; both signals below retire it (annotator.quality.services.gold_rotation).
 """
 
 from __future__ import annotations

@@ -57,6 +57,32 @@ def query_keys(direction: str, query: np.ndarray, target: np.ndarray) -> np.ndar
     return encode_keys(*pair_members(direction, query, target))
 
 
+def key_function(direction: str):
+    """The scalar form of `query_keys`: a function of (query, target) ids to their pair's key (None for an id
+    paired with itself in the symmetric directions)."""
+    symmetric = direction in ("t2t", "i2i")
+
+    def make_key(query: int, target: int) -> int | None:
+        if direction == "i2t":
+            return (query << 32) | target
+        if direction == "t2i":
+            return (target << 32) | query
+        if symmetric:
+            if query == target:
+                return None
+            low, high = (query, target) if query < target else (target, query)
+            return (low << 32) | high
+        raise ValueError(direction)
+
+    return make_key
+
+
+def key_query(direction: str, key: int) -> int:
+    """The query of a pair's key in `direction`: the caption for t2i, the first member otherwise."""
+    first, second = key >> 32, key & ((1 << 32) - 1)
+    return second if direction == "t2i" else first
+
+
 def sample_queries(
     query_ids: np.ndarray, *, count: int | None, fraction: float | None, rng: np.random.Generator
 ) -> np.ndarray:

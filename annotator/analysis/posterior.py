@@ -9,6 +9,14 @@ pair's prior P(z_i = 1) is either one campaign-wide rate with a Beta prior, or a
 machine annotators' evidence (rank, score, how many proposed it), fitted in the same EM on the gold and
 the crowd's posteriors (the machine as a calibrated prior, not as a vote).
 
+Item difficulty (`difficulty`, with the hierarchical prior): a negative the annotators ranked first looks like
+a match, so careful workers call it positive more often than an easy negative (ECCV Caption, Table B.2). Each
+pair has a difficulty class (its best rank: 1, 2-3, or anything else, gold among them); each worker has one
+specificity per class, whose prior is the crowd's specificity on that class (learned from the answers that can
+tell it), shrunk toward the requester's record as the crowd's own is. Gold negatives are never top-ranked,
+so without classes the model learns its workers' specificity on easy negatives and trusts a "yes" on a
+first-ranked negative too much.
+
 Fitted by variational Bayes (Liu, Peng and Ihler 2012): the E-step uses E[log s_j] = psi(a) - psi(a + b),
 so the worker's weight already carries its uncertainty. Every pair gets the posterior P(z_i = 1) and a 90%
 interval of it: the log-odds are a sum of independent terms (the prior and one per answer), each with a
@@ -24,8 +32,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import digamma, expit, polygamma
+from scipy.stats import binom
 
 Z90 = 1.6448536269514722  # the two-sided 90% normal quantile
+PRIOR_COUNT_FLOOR = 1.0
 
 
 def trigamma(x):
@@ -48,6 +58,10 @@ class PosteriorPrior:
     # Beta prior centred on `worker_accuracy` (the requester's record) worth `crowd_strength` answers.
     hierarchical: bool = False
     crowd_strength: float = 20.0
+    # The machine prior cross-fitted in this many folds (by pair id): each pair's prior comes from a logistic model
+    # fitted without its own fold, so a pair's answers cannot shape its own prior through the EM's feedback (q makes
+    # the prior, the prior makes q), which made the prior surer than the machine evidence warrants. 0 or 1: one fit.
+    prior_folds: int = 0
 
 
 @dataclass
@@ -67,6 +81,11 @@ class PosteriorFit:
     votes: tuple = field(default_factory=tuple)  # (pair row, worker row, verdict) arrays of the fit
     # The Beta prior every worker started from: rows sensitivity and specificity, columns (alpha, beta).
     crowd_prior: np.ndarray = field(default_factory=lambda: np.zeros((2, 2)))
+    # Item difficulty: each pair's class (0: ordinary) and each worker's specificity per class, shape (W, C, 2);
+    # `spec` is class 0's (the only class when the fit had no difficulty classes). None: `spec` for every pair.
+    pair_class: np.ndarray | None = None
+    spec_by_class: np.ndarray | None = None
+    machine_prior: bool = False  # whether each pair's prior is the machine annotators' model (features)
 
     def interval(self, level_z: float = Z90) -> tuple[np.ndarray, np.ndarray]:
         half = level_z * np.sqrt(self.log_odds_var)
@@ -82,6 +101,20 @@ class PosteriorFit:
         log_t = digamma(self.spec[:, 0]) - digamma(self.spec.sum(1))
         log_1t = digamma(self.spec[:, 1]) - digamma(self.spec.sum(1))
         return log_s - log_1t, log_1s - log_t
+
+    def answer_weights(self, prow: np.ndarray, wrow: np.ndarray, verdicts: np.ndarray) -> np.ndarray:
+        """The log-likelihood-ratio weight of each answer (pair row, worker row, verdict): the worker's
+        weights on the pair's difficulty class."""
+        if self.spec_by_class is None or self.pair_class is None:
+            weight_yes, weight_no = self.weights()
+            return np.where(verdicts > 0.5, weight_yes[wrow], weight_no[wrow])
+        spec = self.spec_by_class[wrow, self.pair_class[prow]]
+        total_s, total_t = self.sens[wrow].sum(1), spec.sum(1)
+        log_s = digamma(self.sens[wrow, 0]) - digamma(total_s)
+        log_1s = digamma(self.sens[wrow, 1]) - digamma(total_s)
+        log_t = digamma(spec[:, 0]) - digamma(total_t)
+        log_1t = digamma(spec[:, 1]) - digamma(total_t)
+        return np.where(verdicts > 0.5, log_s - log_1t, log_1s - log_t)
 
     def crowd_accuracy(self) -> float:
         """The mean balanced accuracy of the workers' prior (the crowd's, when the prior is hierarchical)."""
@@ -121,12 +154,18 @@ def fit_posterior(
     known: dict[int, bool] | None = None,
     features: dict[int, np.ndarray] | None = None,
     prior: PosteriorPrior = PosteriorPrior(),
+    difficulty: dict[int, int] | None = None,
+    pair_prior: dict[int, tuple[float, float]] | None = None,
 ) -> PosteriorFit:
     """Fit the model to binary verdicts: pair_ids[k], worker_ids[k] said verdicts[k] (True = positive).
 
     `known` maps a gold pair to its truth (it is not estimated, and it teaches the model about workers).
     `features` maps a pair to its machine-annotator features (same length for all); pairs without any get
     zeros. With features, the pair's prior is a logistic model of them; without, one campaign-wide rate.
+    `difficulty` maps a pair to its difficulty class (0 ordinary, higher harder; absent: 0); it is read only
+    with the hierarchical prior, which learns each class's specificity from the crowd (see the module docstring).
+    `pair_prior` maps a pair to a fixed prior (log-odds, variance) that replaces the model's prior for that pair
+    (a calibrated judge's P(yes): annotator.quality.selectors.judge_prior); the other pairs keep the model's.
     """
     known = known or {}
     pair_ids = np.asarray(pair_ids, dtype=np.int64)
@@ -140,6 +179,13 @@ def fit_posterior(
     prow = np.searchsorted(all_pairs, pair_ids)
     wrow = np.searchsorted(workers, worker_ids)
     answers = np.bincount(prow, minlength=n_pairs).astype(float)
+    pair_class = np.zeros(n_pairs, dtype=np.int64)
+    if difficulty and prior.hierarchical:
+        pair_class = np.fromiter(
+            (max(int(difficulty.get(int(pair), 0)), 0) for pair in all_pairs), dtype=np.int64, count=n_pairs
+        )
+    n_classes = int(pair_class.max()) + 1 if n_pairs else 1
+    vclass = pair_class[prow]
 
     is_known = np.zeros(n_pairs, dtype=bool)
     known_value = np.zeros(n_pairs)
@@ -169,13 +215,25 @@ def fit_posterior(
         design[:, 1:] = (design[:, 1:] - mean) / std
         coef = np.zeros(width + 1)
         covariance = np.eye(width + 1)
+        folds = max(int(prior.prior_folds), 1)
+        fold_of = all_pairs % folds
+        fold_coef = [np.zeros(width + 1) for _ in range(folds)]
 
     prior_log_odds = np.zeros(n_pairs)
     prior_var = np.zeros(n_pairs)
+    fixed_rows = fixed_log_odds = fixed_var = None
+    if pair_prior:
+        placed = [(int(np.searchsorted(all_pairs, p)), v) for p, v in pair_prior.items()]
+        placed = [(row, v) for row, v in placed if row < n_pairs and all_pairs[row] in pair_prior]
+        fixed_rows = np.array([row for row, _ in placed], dtype=np.int64)
+        fixed_log_odds = np.array([v[0] for _, v in placed], dtype=float)
+        fixed_var = np.array([v[1] for _, v in placed], dtype=float)
     sens = np.zeros((n_workers, 2))
     spec = np.zeros((n_workers, 2))
+    spec_by_class = np.zeros((n_workers, n_classes, 2))
     log_odds = np.zeros(n_pairs)
     crowd_prior = np.array([[a0, b0], [a0, b0]])
+    class_prior = np.tile(crowd_prior[1], (n_classes, 1))
     # What can tell the crowd's accuracy: answers on pairs whose truth is known (gold), or that someone else
     # answered too. A pair's only answer agrees with the q it made itself, so counting it would make a crowd
     # that answers each pair once look flawless and settle every pair on one answer.
@@ -185,12 +243,34 @@ def fit_posterior(
         qv = q[prow]
         if prior.hierarchical:
             crowd_prior = _crowd_prior(qv[informative], verdicts[informative], prior)
-        (sa, sb), (ta, tb) = crowd_prior
+            class_prior = _class_spec_prior(
+                qv[informative], verdicts[informative], vclass[informative], n_classes, prior
+            )
+        # No worker starts from a J-shaped Beta: a prior count below one (a crowd 0.98 right on easy gold, worth ten
+        # answers, leaves 0.2 for its errors) puts its mass at a zero error rate, E[log(1 - t)] falls to -6 and one
+        # "yes" outweighs three "no"s. Each count is at least PRIOR_COUNT_FLOOR.
+        crowd_prior = np.maximum(crowd_prior, PRIOR_COUNT_FLOOR)
+        class_prior = np.maximum(class_prior, PRIOR_COUNT_FLOOR)
+        (sa, sb), _ = crowd_prior
         sens[:, 0] = sa + np.bincount(wrow, weights=qv * verdicts, minlength=n_workers)
         sens[:, 1] = sb + np.bincount(wrow, weights=qv * (1 - verdicts), minlength=n_workers)
-        spec[:, 0] = ta + np.bincount(wrow, weights=(1 - qv) * (1 - verdicts), minlength=n_workers)
-        spec[:, 1] = tb + np.bincount(wrow, weights=(1 - qv) * verdicts, minlength=n_workers)
-        if design is not None:
+        cell = wrow * n_classes + vclass  # (worker, class), flattened
+        size = n_workers * n_classes
+        right_no = np.bincount(cell, weights=(1 - qv) * (1 - verdicts), minlength=size).reshape(n_workers, n_classes)
+        wrong_yes = np.bincount(cell, weights=(1 - qv) * verdicts, minlength=size).reshape(n_workers, n_classes)
+        spec_by_class[:, :, 0] = class_prior[None, :, 0] + right_no
+        spec_by_class[:, :, 1] = class_prior[None, :, 1] + wrong_yes
+        spec[:] = spec_by_class[:, 0]
+        if design is not None and folds > 1:
+            for fold in range(folds):
+                held = (fold_of == fold) & ~is_known
+                train = ~held
+                fold_coef[fold], covariance = _logistic_fit(
+                    design[train], q[train], np.ones(int(train.sum())), prior.ridge, fold_coef[fold]
+                )
+                prior_log_odds[held] = design[held] @ fold_coef[fold]
+                prior_var[held] = np.einsum("ij,jk,ik->i", design[held], covariance, design[held])
+        elif design is not None:
             coef, covariance = _logistic_fit(design, q, np.ones(n_pairs), prior.ridge, coef)
             prior_log_odds = design @ coef
             prior_var = np.einsum("ij,jk,ik->i", design, covariance, design)
@@ -200,6 +280,9 @@ def fit_posterior(
             beta = (1 - prior.class_rate) * prior.class_strength + (1 - q[unknown]).sum()
             prior_log_odds = np.full(n_pairs, digamma(alpha) - digamma(beta))
             prior_var = np.full(n_pairs, trigamma(alpha) + trigamma(beta))
+        if fixed_rows is not None:
+            prior_log_odds[fixed_rows] = fixed_log_odds
+            prior_var[fixed_rows] = fixed_var
         # E-step.
         fit = PosteriorFit(
             pairs=all_pairs,
@@ -212,9 +295,10 @@ def fit_posterior(
             spec=spec,
             prior_log_odds=prior_log_odds,
             prior_var=prior_var,
+            pair_class=pair_class,
+            spec_by_class=spec_by_class,
         )
-        weight_yes, weight_no = fit.weights()
-        contribution = np.where(verdicts > 0.5, weight_yes[wrow], weight_no[wrow])
+        contribution = fit.answer_weights(prow, wrow, verdicts)
         log_odds = prior_log_odds + np.bincount(prow, weights=contribution, minlength=n_pairs)
         new_q = np.where(is_known, known_value, expit(log_odds))
         change = np.max(np.abs(new_q - q)) if n_pairs else 0.0
@@ -229,9 +313,10 @@ def fit_posterior(
     def log_complement_var(alpha, beta):
         return trigamma(beta) - trigamma(alpha + beta)
 
-    var_yes = log_var(sens[:, 0], sens[:, 1]) + log_complement_var(spec[:, 0], spec[:, 1])
-    var_no = log_complement_var(sens[:, 0], sens[:, 1]) + log_var(spec[:, 0], spec[:, 1])
-    answer_var = np.where(verdicts > 0.5, var_yes[wrow], var_no[wrow])
+    answer_spec = spec_by_class[wrow, vclass]
+    var_yes = log_var(sens[wrow, 0], sens[wrow, 1]) + log_complement_var(answer_spec[:, 0], answer_spec[:, 1])
+    var_no = log_complement_var(sens[wrow, 0], sens[wrow, 1]) + log_var(answer_spec[:, 0], answer_spec[:, 1])
+    answer_var = np.where(verdicts > 0.5, var_yes, var_no)
     log_odds_var = prior_var + np.bincount(prow, weights=answer_var, minlength=n_pairs)
     log_odds = np.where(is_known, np.where(known_value > 0.5, 50.0, -50.0), log_odds)
     log_odds_var = np.where(is_known, 0.0, log_odds_var)
@@ -248,6 +333,9 @@ def fit_posterior(
         prior_var=prior_var,
         votes=(prow, wrow, verdicts),
         crowd_prior=crowd_prior,
+        pair_class=pair_class,
+        spec_by_class=spec_by_class,
+        machine_prior=design is not None or fixed_rows is not None,
     )
 
 
@@ -260,6 +348,20 @@ def _crowd_prior(qv: np.ndarray, verdicts: np.ndarray, prior: PosteriorPrior) ->
     sens = (centre * strength + (qv * verdicts).sum()) / (strength + qv.sum())
     spec = (centre * strength + ((1 - qv) * (1 - verdicts)).sum()) / (strength + (1 - qv).sum())
     return np.array([[sens * weight, (1 - sens) * weight], [spec * weight, (1 - spec) * weight]])
+
+
+def _class_spec_prior(qv: np.ndarray, verdicts: np.ndarray, vclass: np.ndarray, n_classes: int, prior) -> np.ndarray:
+    """Per difficulty class, the workers' shared Beta prior on specificity, as _crowd_prior's but on that class's
+    answers only: the crowd's specificity there (each answer weighed by how likely its pair is negative), with a
+    Beta prior centred on prior.worker_accuracy worth prior.crowd_strength answers; each worker starts from it
+    with prior.worker_strength answers' weight. With one class it is _crowd_prior's specificity. Shape
+    (classes, 2)."""
+    centre, strength, weight = prior.worker_accuracy, prior.crowd_strength, prior.worker_strength
+    negative = 1 - qv
+    right = np.bincount(vclass, weights=negative * (1 - verdicts), minlength=n_classes)
+    seen = np.bincount(vclass, weights=negative, minlength=n_classes)
+    spec = (centre * strength + right) / (strength + seen)
+    return np.stack([spec * weight, (1 - spec) * weight], axis=1)
 
 
 # ------------------------------------------------------------------------------------ workers vs the crowd
@@ -278,7 +380,7 @@ class WorkerEvidence:
 
 
 def worker_evidence(
-    fit: PosteriorFit, *, worker_id: int, pair_ids=None, below: float = 0.7, without=()
+    fit: PosteriorFit, *, worker_id: int, pair_ids=None, below: float = 0.7, without=(), machine_witness: bool = False
 ) -> WorkerEvidence:
     """The worker's accuracy on their answers (all of them, or those to `pair_ids`), judged against the
     rest of the evidence: each pair's posterior with this worker's own answer taken out (q_-j), so a
@@ -288,7 +390,10 @@ def worker_evidence(
     negative); a uniform prior on a grid gives the posterior.
     Pairs the others are unsure of (q_-j near 0.5) say little either way; a pair nobody else answered
     (and whose truth is not known) is left out, since its q_-j rests on the class prior alone, which the
-    worker's own answers shaped.
+    worker's own answers shaped. With `machine_witness` and a machine prior in the fit, such a pair counts with
+    q_-j the machine annotators' prior for it (the machine as one more witness, as the stopping rule counts it
+    as one answer; a worker's few answers hardly move a model fitted on every pair): a worker who mostly answers
+    pairs nobody else answered is judged on them too, not left with too few comparisons to be judged at all.
     """
     prow, wrow, verdicts = fit.votes
     matches = np.searchsorted(fit.workers, worker_id)
@@ -298,16 +403,17 @@ def worker_evidence(
     if pair_ids is not None:
         wanted = np.isin(fit.pairs[prow], np.asarray(list(pair_ids), dtype=np.int64))
         mine &= wanted
-    weight_yes, weight_no = fit.weights()
+    answer_weight = fit.answer_weights(prow, wrow, verdicts)
     partners = np.isin(fit.workers[wrow], np.asarray(list(without), dtype=np.int64)) & (wrow != matches)
-    partner_weight = np.where(verdicts > 0.5, weight_yes[wrow], weight_no[wrow])
+    partner_weight = answer_weight
     partner_sum = np.bincount(prow[partners], weights=partner_weight[partners], minlength=len(fit.pairs))
     partner_answers = np.bincount(prow[partners], minlength=len(fit.pairs))
     witnessed = (fit.answers[prow] - partner_answers[prow] >= 2) | (np.abs(fit.log_odds[prow]) >= 50.0)
-    mine &= witnessed
+    if not (machine_witness and fit.machine_prior):
+        mine &= witnessed
     if not mine.any():
         return WorkerEvidence(compared=0.0, accuracy=0.5, p_below=0.0, items=0)
-    own = np.where(verdicts[mine] > 0.5, weight_yes[matches], weight_no[matches])
+    own = answer_weight[mine]
     rows = prow[mine]
     loo = expit(fit.log_odds[rows] - own - partner_sum[rows])
     known = np.abs(fit.log_odds[rows]) >= 50.0
@@ -368,7 +474,11 @@ def oracle_probability(
 
 GOLD_CHECK_MIN_ITEMS = 10  # answered gold pairs needed before the check may widen anything
 COVERAGE_TARGET = 0.9  # what a 90% interval should hold
-COVERAGE_FLOOR = 0.85  # below this on gold the intervals are widened (above it, sampling noise of a few dozen items)
+# The intervals are widened only when the coverage on gold falls short of COVERAGE_TARGET by more than a sample of that
+# many items explains: P(this few covered | the intervals are right) below SHORTFALL_LEVEL (one-sided binomial). A
+# fixed floor (0.85) widened on chance: with 20 gold pairs and right intervals, coverage is below 0.85 one time in
+# eight, and each such campaign paid for answers it did not need.
+SHORTFALL_LEVEL = 0.05
 INFLATION_GRID = np.round(np.arange(1.0, 5.001, 0.25), 2)
 
 
@@ -381,7 +491,8 @@ class GoldCheck:
     agreement), shrunk toward the crowd's gold accuracy; the check asks whether the posterior's interval holds
     what the truth about the workers says. `ece` and `reliability`: P(positive) against the gold truth.
     `inflation`: by how much the interval's half-width (on the log-odds) must grow for `COVERAGE_TARGET` of the
-    gold pairs to be covered, when coverage is below COVERAGE_FLOOR; 1.0 otherwise or with too few items."""
+    gold pairs to be covered, when the shortfall is more than chance (SHORTFALL_LEVEL); 1.0 otherwise or with too few
+    items. `shortfall_p`: P(coverage this low or lower | the intervals hold COVERAGE_TARGET), None without items."""
 
     items: int
     coverage: float | None
@@ -389,6 +500,7 @@ class GoldCheck:
     reliability: list
     inflation: float
     inflated_coverage: float | None
+    shortfall_p: float | None = None
 
 
 def gold_reference(*, pair_ids, worker_ids, verdicts, known: dict[int, bool], strength: float) -> dict[int, float]:
@@ -437,9 +549,11 @@ def gold_check(*, log_odds, log_odds_var, reference, truth) -> GoldCheck:
     if not n:
         return GoldCheck(items=0, coverage=None, ece=None, reliability=[], inflation=1.0, inflated_coverage=None)
     table, ece = reliability(expit(log_odds), truth, bins=5)
-    coverage = float((gap <= half + 1e-12).mean())
+    covered = int((gap <= half + 1e-12).sum())
+    coverage = covered / n
+    shortfall_p = float(binom.cdf(covered, n, COVERAGE_TARGET))
     inflation = 1.0
-    if n >= GOLD_CHECK_MIN_ITEMS and coverage < COVERAGE_FLOOR:
+    if n >= GOLD_CHECK_MIN_ITEMS and shortfall_p < SHORTFALL_LEVEL:
         inflation = float(INFLATION_GRID[-1])
         for factor in INFLATION_GRID:
             if (gap <= factor * half + 1e-12).mean() >= COVERAGE_TARGET:
@@ -447,7 +561,13 @@ def gold_check(*, log_odds, log_odds_var, reference, truth) -> GoldCheck:
                 break
     inflated = float((gap <= inflation * half + 1e-12).mean())
     return GoldCheck(
-        items=n, coverage=coverage, ece=ece, reliability=table, inflation=inflation, inflated_coverage=inflated
+        items=n,
+        coverage=coverage,
+        ece=ece,
+        reliability=table,
+        inflation=inflation,
+        inflated_coverage=inflated,
+        shortfall_p=shortfall_p,
     )
 
 

@@ -156,13 +156,13 @@ def judged_table(
     """Per-query values of every target metric over the judgements' queries.
 
     `exclude_self` drops the query from its own ranking (caption-to-caption and image-to-image retrieval,
-    where a gallery holds the query itself).
+    where a gallery holds the query itself); how many rankings held it is counted in "self_matches_dropped".
     """
     grades_by_query = as_grades(judgements)
     ranked_by_query = {str(query): as_ids(ranked) for query, ranked in rankings.items()}
     columns = [*recall_names(ks), "r_precision", "map_at_r", "graded_r1", "graded_r_precision", "rank"]
     queries, rows = [], []
-    skipped = missing = past_end = 0
+    skipped = missing = past_end = dropped = 0
     for query, grades in grades_by_query.items():
         if exclude_self:
             grades = {target: grade for target, grade in grades.items() if target != query}
@@ -173,8 +173,9 @@ def judged_table(
         if ranked is None:
             missing += 1
             ranked = []
-        if exclude_self:
+        if exclude_self and query in ranked:
             ranked = [item for item in ranked if item != query]
+            dropped += 1
         values = query_metrics(ranked, grades, ks=ks)
         if values["rank"] > len(distinct(ranked)):
             past_end += 1
@@ -189,6 +190,7 @@ def judged_table(
             "skipped_without_positives": skipped,
             "missing_rankings": missing,
             "past_end": past_end,
+            **({"self_matches_dropped": dropped} if exclude_self else {}),
         },
     )
 

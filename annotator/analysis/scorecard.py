@@ -30,6 +30,7 @@ from annotator.analysis.retrieval import (
     plausible_labels,
     pmrp_table,
 )
+from annotator.analysis.self_matches import self_matches_note
 from annotator.analysis.semantic import semantic_table
 from annotator.analysis.uncertainty import scores_with_intervals
 
@@ -66,6 +67,8 @@ METRICS: list[tuple[str, str, str, bool]] = [
     ("ncs1", "NCS@1", "semantic", True),
     ("ncs5", "NCS@5", "semantic", True),
     ("ncs10", "NCS@10", "semantic", True),
+    # Crisscrossed Captions' Table 5 (annotator.analysis.cxc_table5): an evaluation of similarity scores.
+    ("cxc_spearman", "CxC Spearman's R", "cxc", True),
 ]
 METRIC_TITLES = {key: title for key, title, _, _ in METRICS}
 HIGHER_IS_BETTER = {key: higher for key, _, _, higher in METRICS}
@@ -168,6 +171,8 @@ def scorecard(
             tables["labels"] = judged_table(
                 ranked, as_grades(judgements[direction]), ks=ks, exclude_self=direction in SAME_MODALITY
             )
+            if tables["labels"].counts.get("self_matches_dropped"):
+                notes.append(self_matches_note(direction, tables["labels"].counts["self_matches_dropped"]))
         if test_set is not None and direction in IMAGE_TEXT:
             full = judged_table(ranked, original[direction], ks=ks)
             tables["coco5k"] = _select(full, [f"r{k}" for k in ks] + ["rank"], "coco5k_")

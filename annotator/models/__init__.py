@@ -1,6 +1,4 @@
-from annotator.models.accounts import Profile, Role
-from annotator.models.audit import AuditAction, AuditEvent
-from annotator.models.campaign import (
+from annotator.campaigns.models.campaign import (
     CAMPAIGN_TRANSITIONS,
     CXC_POSITIVE_AT,
     LABEL_MODELS,
@@ -21,8 +19,24 @@ from annotator.models.campaign import (
     Sampling,
     Scale,
 )
-from annotator.models.categories import Category, ImageCategory
-from annotator.models.crowd import (
+from annotator.campaigns.models.gold import (
+    GoldRetirement,
+    GoldRetirementReason,
+    QualificationItem,
+    QualificationRole,
+)
+from annotator.core.models.accounts import Profile, Role
+from annotator.core.models.audit import AuditAction, AuditEvent
+from annotator.core.models.operations import RequeueKind, SweepRequeue, SweepRun
+from annotator.core.models.webhooks import (
+    DELIVERY_TRANSITIONS,
+    DeliveryError,
+    DeliveryStatus,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
+)
+from annotator.crowd.models.crowd import (
     ACTIVE_ASSIGNMENT_STATUSES,
     ASSIGNMENT_TRANSITIONS,
     CHOICES_NEEDING_SHORTCOMINGS,
@@ -35,49 +49,27 @@ from annotator.models.crowd import (
     FLAG_TOO_FAST,
     POSITIVE_CHOICES,
     STRICT_POSITIVE_CHOICES,
-    AggregationMethod,
     Answer,
     Assignment,
     AssignmentEvent,
     AssignmentStatus,
     Choice,
-    Label,
     QualificationAttempt,
     Shortcoming,
     Worker,
     WrongAspect,
 )
-from annotator.models.dataset import DATASET_TRANSITIONS, Caption, Dataset, DatasetStatus, Image
-from annotator.models.decisions import (
-    EXTERNAL_DECISION_TRANSITIONS,
-    DecisionKind,
-    ExternalDecision,
-    ExternalDecisionStatus,
+from annotator.crowd.models.money import PAYOUT_TRANSITIONS, Bonus, PayoutStatus, WorkerMessage
+from annotator.crowd.models.standing import TrustAction, WorkerStanding, WorkerTrustEvent
+from annotator.datasets.models.categories import Category, ImageCategory
+from annotator.datasets.models.dataset import (
+    DATASET_TRANSITIONS,
+    Caption,
+    Dataset,
+    DatasetStatus,
+    Image,
 )
-from annotator.models.gold import (
-    GoldRetirement,
-    GoldRetirementReason,
-    QualificationItem,
-    QualificationRole,
-)
-from annotator.models.labelsets import (
-    CXC_THRESHOLDS,
-    PAIR_KIND_OF_DIRECTION,
-    QUERY_SIDE,
-    LabelSet,
-    LabelSetDirection,
-    LabelSetFormat,
-    LabelSetKind,
-    LabelSetOperand,
-    LabelSetOperation,
-    LabelSetPair,
-    LabelSetPairKind,
-    LabelSetQuery,
-    QueryRule,
-)
-from annotator.models.money import PAYOUT_TRANSITIONS, Bonus, PayoutStatus, WorkerMessage
-from annotator.models.operations import RequeueKind, SweepRequeue, SweepRun
-from annotator.models.pools import (
+from annotator.finegrained.models.pools import (
     ENLARGEMENT_TRANSITIONS,
     POOL_TRANSITIONS,
     EnlargementStatus,
@@ -87,27 +79,7 @@ from annotator.models.pools import (
     PoolImage,
     PoolStatus,
 )
-from annotator.models.quality import (
-    CleanupKind,
-    CleanupProposal,
-    CleanupStatus,
-    TrustAction,
-    WorkerStanding,
-    WorkerTrustEvent,
-)
-from annotator.models.ranking import (
-    RUN_TRANSITIONS,
-    SHARD_TRANSITIONS,
-    AnnotatorKind,
-    Candidate,
-    Direction,
-    MachineAnnotator,
-    RankingRun,
-    RankingShard,
-    RunStatus,
-    ShardStatus,
-)
-from annotator.models.refinement import (
+from annotator.finegrained.models.refinement import (
     ACTIVE_CORRECTION_STATUSES,
     CORRECTION_TRANSITIONS,
     REFINEMENT_TRANSITIONS,
@@ -122,23 +94,48 @@ from annotator.models.refinement import (
     RefinementStatus,
     VersionSource,
 )
-from annotator.models.research import (
-    EVALUATION_TRANSITIONS,
+from annotator.labels.models.cleanup import CleanupKind, CleanupProposal, CleanupStatus
+from annotator.labels.models.exports import (
     EXPORT_TRANSITIONS,
-    Evaluation,
-    EvaluationStatus,
     ExportFormat,
     ExportJob,
     ExportStatus,
     ExportVariant,
 )
-from annotator.models.webhooks import (
-    DELIVERY_TRANSITIONS,
-    DeliveryError,
-    DeliveryStatus,
-    WebhookDelivery,
-    WebhookEndpoint,
-    WebhookEvent,
+from annotator.labels.models.labels import AggregationMethod, Label
+from annotator.labels.models.labelsets import (
+    CXC_THRESHOLDS,
+    PAIR_KIND_OF_DIRECTION,
+    QUERY_SIDE,
+    LabelSet,
+    LabelSetDirection,
+    LabelSetFormat,
+    LabelSetKind,
+    LabelSetOperand,
+    LabelSetOperation,
+    LabelSetPair,
+    LabelSetPairKind,
+    LabelSetQuery,
+    QueryRule,
 )
+from annotator.quality.models.decisions import (
+    EXTERNAL_DECISION_TRANSITIONS,
+    DecisionKind,
+    ExternalDecision,
+    ExternalDecisionStatus,
+)
+from annotator.ranking.models.ranking import (
+    RUN_TRANSITIONS,
+    SHARD_TRANSITIONS,
+    AnnotatorKind,
+    Candidate,
+    Direction,
+    MachineAnnotator,
+    RankingRun,
+    RankingShard,
+    RunStatus,
+    ShardStatus,
+)
+from annotator.research.models.research import EVALUATION_TRANSITIONS, Evaluation, EvaluationStatus
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -20,8 +20,8 @@ def demo_users(*, out: OutputWrapper) -> None:
     from django.contrib.auth import get_user_model
     from django.db import transaction
 
+    from annotator.crowd.services.workers import worker_for_user
     from annotator.models import Profile, Role
-    from annotator.services.accounts.workers import worker_for_user
 
     users = get_user_model().objects
     for username, role in DEMO_ACCOUNTS:
@@ -46,7 +46,7 @@ def demo_dataset(*, out: OutputWrapper) -> None:
     from django.conf import settings
     from django.contrib.auth import get_user_model
 
-    from annotator.services.importing.imports import dataset_import
+    from annotator.datasets.services.imports import dataset_import
 
     fixtures = Path(settings.BASE_DIR) / "fixtures" / "demo"
     owner = get_user_model().objects.filter(username="requester").first()
@@ -66,8 +66,8 @@ def demo_ranking(*, out: OutputWrapper) -> None:
     default) the runs execute here; with one they are queued on the gpu queue.
     """
     from annotator.models import Dataset, DatasetStatus, RankingRun, RunStatus
-    from annotator.services.ranking.annotators import annotator_register
-    from annotator.services.ranking.runs import ranking_run_start
+    from annotator.ranking.services.annotators import annotator_register
+    from annotator.ranking.services.runs import ranking_run_start
 
     dataset = Dataset.objects.filter(name="demo", status=DatasetStatus.READY).first()
     if dataset is None:
@@ -97,10 +97,10 @@ def demo_campaign(*, out: OutputWrapper) -> None:
     """
     from django.contrib.auth import get_user_model
 
-    from annotator.errors import ApplicationError
+    from annotator.campaigns.services.build import campaign_build
+    from annotator.campaigns.services.lifecycle import campaign_create, campaign_launch
+    from annotator.core.errors import ApplicationError
     from annotator.models import CampaignStatus, Dataset, DatasetStatus, RankingRun, Role, RunStatus
-    from annotator.services.campaigns.build import campaign_build
-    from annotator.services.campaigns.lifecycle import campaign_create, campaign_launch
 
     dataset = Dataset.objects.filter(name="demo", status=DatasetStatus.READY).first()
     if dataset is None:

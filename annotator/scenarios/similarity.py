@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
 from annotator.models import Assignment, AssignmentStatus, Campaign, HitItem, Pair
 
 
@@ -31,12 +31,12 @@ def similarity_crowd_work(
 
     Returns how many assignments were submitted, approved and flagged for review.
     """
-    from annotator.selectors.work import hit_item_tokens
-    from annotator.services.accounts.workers import worker_for_external
-    from annotator.services.hits.answers import assignment_submit
-    from annotator.services.hits.assignments import assignment_claim
-    from annotator.services.quality.peers import assignments_auto_approve_due
-    from annotator.services.quality.scoring import assignment_score
+    from annotator.crowd.selectors.work import hit_item_tokens
+    from annotator.crowd.services.answers import assignment_submit
+    from annotator.crowd.services.assignments import assignment_claim
+    from annotator.crowd.services.workers import worker_for_external
+    from annotator.quality.services.peers import assignments_auto_approve_due
+    from annotator.quality.services.scoring import assignment_score
 
     raters = [
         (worker_for_external(external_id=f"SIMRATER{seed}X{campaign.pk}X{n}"), random.Random(f"{seed}-{n}"))

@@ -61,7 +61,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
+from annotator.crowd.selectors.work import worker_may_take_work
 from annotator.models import (
     AggregationMethod,
     AnnotatorKind,
@@ -85,8 +86,7 @@ from annotator.models import (
     RunStatus,
     WorkerStanding,
 )
-from annotator.selectors.gold import GOLD_ROLES
-from annotator.selectors.work import worker_may_take_work
+from annotator.quality.selectors.gold import GOLD_ROLES
 
 CAREFUL, RANDOM, ALWAYS_YES = "careful", "random", "always_yes"
 ADVERSARIAL, COLLUDER, GOLD_LEARNER = "adversarial", "colluder", "gold_learner"
@@ -127,6 +127,10 @@ class SimulationConfig:
     # Careful workers' accuracy on the qualification test (people try harder on a test than at work);
     # None: as at work. Gold items inside HITs look like any other item, so they get the work accuracy.
     test_accuracy: float | None = None
+    # Bad workers who try on the qualification test (answer it as a careful worker would, at `test_accuracy` or the
+    # careful accuracy) and only then spam, collude or guess at work: the test keeps none of them out, and only the
+    # work's own evidence (gold inside HITs, the crowd check, collusion) can catch them.
+    bad_pass_test: bool = False
     middle_share: float = 0.25  # of careful answers: "Partially YES" / "Mostly NO" instead of 100%
     # Extra error of careful workers on negatives the annotators ranked first (harder negatives, ECCV
     # Table B.2): + rank_difficulty at best rank 1, halving with each rank after it.
@@ -149,6 +153,9 @@ class SimulationConfig:
     # The offline annotators that rank the dataset; the campaign pools every run's top `pool_depth`, as a
     # requester's campaign over several runs does (`make demo` ranks with minilm_pivot and tfidf_pivot).
     annotators: tuple = ("tfidf_pivot",)
+    # A synthetic vision-language judge of this accuracy joins the campaign's runs after the build (its
+    # scores feed the machine prior; annotator/scenarios/judge_sim.py); None: no judge.
+    judge_accuracy: float | None = None
 
     def crowd_size(self, *, hits: int) -> int:
         """The number of workers: `workers`, or, when None, enough for the campaign's `hits` first-round
@@ -222,6 +229,7 @@ class SimWorker:
     qualification_tries: int = 0
     done: int = 0
     test_accuracy: float | None = None  # on the qualification test; None: `accuracy`
+    honest_on_test: bool = False  # a bad worker who answers the test as a careful worker would
     middle_share: float = 0.25
     rank_difficulty: float = 0.0
     sheet: tuple = ()  # colluders: the shared answer sheet, one choice per HIT position
@@ -267,7 +275,10 @@ class SimWorker:
         """One answer as the browser sends it: choice, reasons where asked, time spent. `position` is the
         item's place in the HIT (what a colluder's sheet is keyed by), `rank` the best rank the annotators
         gave the pair, `test` whether it is a qualification test item."""
-        if self.kind == GOLD_LEARNER and (gold or test):
+        if test and self.honest_on_test and self.kind != CAREFUL:
+            right = self.rng.random() < (self.test_accuracy if self.test_accuracy is not None else self.accuracy)
+            choice = "yes" if positive == right else "no"
+        elif self.kind == GOLD_LEARNER and (gold or test):
             choice = "yes" if positive else "no"
         elif self.kind == ALWAYS_YES:
             choice = "yes"
@@ -384,8 +395,8 @@ def _real_ranking(
 ) -> RankingRun | None:
     """A real run of the offline annotator `kind` through the ranking service; None when the runtime is
     missing or fails."""
-    from annotator.services.ranking.annotators import annotator_register
-    from annotator.services.ranking.runs import ranking_run_start
+    from annotator.ranking.services.annotators import annotator_register
+    from annotator.ranking.services.runs import ranking_run_start
 
     try:
         annotator = annotator_register(name=kind.replace("_", "-"), kind=kind)
@@ -450,8 +461,8 @@ def _propose_candidates(*, dataset: Dataset, truth: dict, top_k: int, seed: int)
 
 
 def _qualify(sim: SimWorker, *, campaign: Campaign, truth_of, now) -> bool:
-    from annotator.selectors.work import qualification_state
-    from annotator.services.hits.qualification import qualification_start, qualification_submit
+    from annotator.crowd.selectors.work import qualification_state
+    from annotator.crowd.services.qualification import qualification_start, qualification_submit
 
     state = qualification_state(campaign=campaign, worker=sim.worker)
     if state in ("passed", "not_required"):
@@ -477,9 +488,9 @@ def _qualify(sim: SimWorker, *, campaign: Campaign, truth_of, now) -> bool:
 def _work_one_hit(sim: SimWorker, *, campaign: Campaign, truth_of, now, rank_of: dict | None = None) -> bool:
     """Claim, answer and submit one HIT as the browser would; False when there is nothing to claim.
     `rank_of`: pair id -> the best rank the annotators gave it (item difficulty)."""
-    from annotator.selectors.work import hit_item_tokens
-    from annotator.services.hits.answers import assignment_submit
-    from annotator.services.hits.assignments import assignment_claim
+    from annotator.crowd.selectors.work import hit_item_tokens
+    from annotator.crowd.services.answers import assignment_submit
+    from annotator.crowd.services.assignments import assignment_claim
 
     try:
         assignment = assignment_claim(campaign=campaign, worker=sim.worker, now=now)
@@ -506,7 +517,7 @@ def _work_one_hit(sim: SimWorker, *, campaign: Campaign, truth_of, now, rank_of:
 
 def _score_pending(campaign: Campaign) -> None:
     """Score what the queue has not scored yet (with a live broker the default-queue workers do it)."""
-    from annotator.services.quality.scoring import assignment_score
+    from annotator.quality.services.scoring import assignment_score
 
     pending = Assignment.objects.filter(
         hit__campaign=campaign, status=AssignmentStatus.SUBMITTED, scored_at__isnull=True
@@ -521,8 +532,8 @@ def _review(campaign: Campaign, *, reviewer, policy: str, truth_of) -> dict:
     `reject`: every flagged assignment is rejected (the HIT is re-offered). `inspect`: the requester looks
     at the candidate answers as ECCV's authors did and rejects when fewer than 80% of them are right.
     """
-    from annotator.selectors.quality import review_queue
-    from annotator.services.quality.decisions import assignment_approve, assignment_reject
+    from annotator.quality.selectors.quality import review_queue
+    from annotator.quality.services.decisions import assignment_approve, assignment_reject
 
     decided = Counter()
     for assignment in review_queue(campaign=campaign):
@@ -699,11 +710,15 @@ def _best_ranks(campaign: Campaign) -> dict[int, int]:
 
 
 def _rehearse(config: SimulationConfig, *, prepared: Prepared, requester_name: str, worker_prefix: str, log=None):
-    from annotator.services.accounts.workers import worker_for_external
-    from annotator.services.campaigns.build import campaign_build
-    from annotator.services.campaigns.lifecycle import campaign_create, campaign_finish, campaign_launch
-    from annotator.services.labels.aggregation import labels_aggregate
-    from annotator.services.quality.peers import assignments_auto_approve_due
+    from annotator.campaigns.services.build import campaign_build
+    from annotator.campaigns.services.lifecycle import (
+        campaign_create,
+        campaign_finish,
+        campaign_launch,
+    )
+    from annotator.crowd.services.workers import worker_for_external
+    from annotator.labels.services.aggregation import labels_aggregate
+    from annotator.quality.services.peers import assignments_auto_approve_due
 
     log = log or (lambda message: None)
     started = time.perf_counter()
@@ -727,6 +742,12 @@ def _rehearse(config: SimulationConfig, *, prepared: Prepared, requester_name: s
         **config.campaign_options(),
     )
     campaign = campaign_build(campaign=campaign)
+    if config.judge_accuracy is not None:
+        from annotator.scenarios.judge_sim import synthetic_judge_run
+
+        synthetic_judge_run(
+            campaign=campaign, truth_of=truth_of, accuracy=config.judge_accuracy, rng=config.stream("judge")
+        )
     campaign = campaign_launch(campaign=campaign)
     first_round_hits = campaign.hits.count()
     log(f"campaign {campaign.pk}: {first_round_hits} HITs of {campaign.hit_size} items")
@@ -743,6 +764,7 @@ def _rehearse(config: SimulationConfig, *, prepared: Prepared, requester_name: s
             rng=config.stream("worker", number),
             accuracy=config.accuracy_of(number),
             test_accuracy=config.test_accuracy,
+            honest_on_test=config.bad_pass_test,
             middle_share=config.middle_share,
             rank_difficulty=config.rank_difficulty,
             sheet=sheet,
@@ -835,9 +857,9 @@ def _oracle_coverage(*, campaign, crowd, truth: dict[int, bool], labels: dict, r
     import numpy as np
 
     from annotator.analysis.posterior import oracle_probability
+    from annotator.crowd.scales import answer_verdict
     from annotator.models import Answer
-    from annotator.scales import answer_verdict
-    from annotator.selectors.posterior import machine_features
+    from annotator.quality.selectors.posterior import machine_features
 
     if not labels:
         return None
@@ -877,16 +899,20 @@ def _oracle_coverage(*, campaign, crowd, truth: dict[int, bool], labels: dict, r
 
 def _measure(*, config, campaign, crowd, truth_of, source, rank_of: dict | None = None) -> SimulationResult:
     from annotator.analysis.posterior import reliability
+    from annotator.labels.services.aggregation import primary_method
     from annotator.models import Answer, Pair
-    from annotator.services.labels.aggregation import primary_method
 
     kind_of = {sim.worker.pk: sim.kind for sim in crowd}
     scored = Assignment.objects.filter(hit__campaign=campaign, scored_at__isnull=False)
     flagged = defaultdict(lambda: [0, 0])  # kind -> [flagged, total]
+    good_flags: Counter = Counter()  # flag -> careful workers' assignments that carry it (why good work was flagged)
     for worker_id, flags in scored.values_list("worker_id", "flags"):
-        entry = flagged[kind_of.get(worker_id, CAREFUL)]
+        kind = kind_of.get(worker_id, CAREFUL)
+        entry = flagged[kind]
         entry[0] += int(bool(flags))
         entry[1] += 1
+        if kind == CAREFUL:
+            good_flags.update(flags or [])
     bad = [sum(flagged[k][0] for k in ALL_BAD_KINDS), sum(flagged[k][1] for k in ALL_BAD_KINDS)]
     good = flagged[CAREFUL]
 
@@ -977,6 +1003,7 @@ def _measure(*, config, campaign, crowd, truth_of, source, rank_of: dict | None 
         "good_flagged_count": good[0],
         "bad_assignments": bad[1],
         "good_assignments": good[1],
+        "good_flags": dict(good_flags),
         "cost_cents": cost_cents,
         "cost_per_verified_positive_cents": (cost_cents / positives_found) if positives_found else None,
         "candidate_pairs": len(truth),
@@ -1000,7 +1027,7 @@ def _measure(*, config, campaign, crowd, truth_of, source, rank_of: dict | None 
     hits_done = [sim.done for sim in crowd if sim.kind == CAREFUL and sim.done]
     result.metrics.update(bad_workers=n_bad, bad_workers_kept_out=kept_out)
     options = config.campaign_options()
-    from annotator.selectors.gold_exposure import (
+    from annotator.campaigns.selectors.gold_exposure import (
         gold_exposure_per_worker,
         gold_exposure_summary,
         qualification_pool_summary,

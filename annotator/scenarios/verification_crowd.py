@@ -27,9 +27,9 @@ def four_choice_crowd_work(
     """Let `workers` careful workers (each right with probability `accuracy`) answer every HIT of a live
     campaign, then score, review (a flagged HIT is kept when 80% of its answers hold up), approve what is
     due and aggregate. Returns the counts of submitted and approved assignments and the aggregation report."""
-    from annotator.services.accounts.workers import worker_for_external
-    from annotator.services.labels.aggregation import labels_aggregate
-    from annotator.services.quality.peers import assignments_auto_approve_due
+    from annotator.crowd.services.workers import worker_for_external
+    from annotator.labels.services.aggregation import labels_aggregate
+    from annotator.quality.services.peers import assignments_auto_approve_due
 
     crowd = [
         SimWorker(

@@ -3,7 +3,7 @@ and static/js/charts.js draws every element marked data-chart."""
 
 from django import template
 
-from annotator.selectors import charts
+from annotator.quality.selectors import charts
 
 register = template.Library()
 

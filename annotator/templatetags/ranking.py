@@ -7,7 +7,7 @@ register = template.Library()
 
 @register.inclusion_tag("ranking/panel.html", takes_context=True)
 def ranking_panel(context, dataset):
-    from annotator.views.ranking import ranking_panel_context
+    from annotator.ranking.views.ranking import ranking_panel_context
 
     return ranking_panel_context(request=context["request"], dataset=dataset)
 

@@ -1,5 +1,5 @@
 // Charts: every [data-chart] figure names the kind of chart and, in data-source, the id of the json_script
-// element that holds its series (annotator/selectors/charts.py). Chart.js is vendored in
+// element that holds its series (annotator/quality/selectors/charts.py). Chart.js is vendored in
 // static/vendor/chartjs; nothing here is inline, so the Content-Security-Policy stays strict.
 // Each figure keeps a table beside it: the chart is for people who would rather look.
 (function () {

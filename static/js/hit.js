@@ -1,6 +1,6 @@
 // The HIT page: keyboard answering, follow-ups, autosave, progress, time per item, submit.
 // No build step, no library. The server re-checks everything this file checks. Which answers need
-// follow-ups and what is missing are the server's rules (annotator/scales.py, hit_rules), read from the
+// follow-ups and what is missing are the server's rules (annotator/crowd/scales.py, hit_rules), read from the
 // "hit-rules" JSON on the page: this file applies them and has none of its own.
 (function () {
   "use strict";
@@ -68,12 +68,12 @@
     }
     return result;
   }
-  // annotator/scales.py answer_followups: [asks why, asks what is wrong].
+  // annotator/crowd/scales.py answer_followups: [asks why, asks what is wrong].
   function followups(choice, shortcomings) {
     const reasons = rules.needsReasons.indexOf(choice) >= 0;
     return [reasons, reasons && shortcomings.indexOf(rules.wrongWay) >= 0];
   }
-  // annotator/scales.py answer_missing_part.
+  // annotator/crowd/scales.py answer_missing_part.
   function missing(item) {
     const s = state(item);
     if (similarity) return s.score === null ? rules.missing.score : null;
@@ -145,44 +145,85 @@
   }
   document.addEventListener("visibilitychange", function () { flushTime(); });
 
-  // ---- autosave: one request per item at a time, the latest state wins, retried on network errors ----
-  const pending = {};
-  const inFlight = {};
+  // ---- autosave in batches: what is not yet acknowledged goes in one request ----
+  // An answer is kept in `unsaved` (and in localStorage) from the change until the server acknowledges it.
+  // It is sent once `autosave.items` items wait or `autosave.waitMs` after the last change, when the page is
+  // hidden (fetch with keepalive) or closed (navigator.sendBeacon: it cannot carry the X-CSRFToken header,
+  // so the token goes in the form body, where Django's CSRF check reads it), and with the submit. The
+  // server writes a batch in one statement and is idempotent per item: sending one twice is harmless.
+  const BATCH = data.autosave || { items: 6, waitMs: 10000 };
+  const storeKey = "vericap-unsaved-" + data.assignmentId;
+  const unsaved = {};  // token -> the item's latest state not yet acknowledged
+  const version = {};  // token -> changes made, so an acknowledgement of an older state keeps the newer one
+  let inFlight = false;
+  let submitting = false;
+  let timer = null;
   let failures = 0;
   function setSaveState(text) { saveNode.textContent = text; }
-  function busy() {
-    return Object.keys(pending).length > 0 || Object.keys(inFlight).some(function (k) { return inFlight[k]; });
+  function busy() { return inFlight || Object.keys(unsaved).length > 0; }
+  function keep() {
+    try {
+      if (Object.keys(unsaved).length) localStorage.setItem(storeKey, JSON.stringify({ at: Date.now(), answers: unsaved }));
+      else localStorage.removeItem(storeKey);
+    } catch (e) { /* private mode or full: the page still holds them */ }
   }
   function save(item) {
-    pending[token(item)] = item;
-    pump(token(item));
-  }
-  function pump(t) {
-    if (inFlight[t] || !pending[t]) return;
-    const item = pending[t];
-    delete pending[t];
-    inFlight[t] = true;
+    if (submitting) return;
+    const t = token(item);
+    unsaved[t] = state(item);
+    version[t] = (version[t] || 0) + 1;
+    keep();
     setSaveState("Saving\u2026");
-    fetch(data.answerUrl, {
+    clearTimeout(timer);
+    if (Object.keys(unsaved).length >= BATCH.items) flush();
+    else timer = setTimeout(flush, BATCH.waitMs);
+  }
+  function batchBody() {
+    return Object.keys(unsaved).map(function (t) { return unsaved[t]; });
+  }
+  function flush(keepalive) {
+    clearTimeout(timer);
+    if (inFlight || submitting || !Object.keys(unsaved).length) return;
+    const sent = {};
+    Object.keys(unsaved).forEach(function (t) { sent[t] = version[t]; });
+    inFlight = true;
+    setSaveState("Saving\u2026");
+    fetch(data.answersUrl, {
       method: "POST",
       credentials: "same-origin",
+      keepalive: !!keepalive,
       headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrf },
-      body: JSON.stringify(state(item)),
+      body: JSON.stringify({ answers: batchBody() }),
     }).then(function (response) {
       return response.json().catch(function () { return {}; }).then(function (body) {
-        inFlight[t] = false;
+        inFlight = false;
+        if (submitting) return;
         if (response.ok) {
           failures = 0;
+          Object.keys(sent).forEach(function (t) { if (version[t] === sent[t]) delete unsaved[t]; });
+          keep();
           if (!busy()) setSaveState("All answers saved.");
-          pump(t);
+          else if (Object.keys(unsaved).length >= BATCH.items) flush();
+          else timer = setTimeout(flush, BATCH.waitMs);
         } else if (response.status >= 500) {
-          retry(t, item, retryAfter(response), response.status === 503 ? (body.busy ? "busy" : "away") : "error");
+          retry(retryAfter(response), response.status === 503 ? (body.busy ? "busy" : "away") : "error");
         } else {
-          setSaveState("Not saved: " + (body.error || "the server refused this answer") + ".");
+          setSaveState("Not saved: " + (body.error || "the server refused these answers") + ".");
         }
       });
-    }).catch(function () { inFlight[t] = false; retry(t, item, null, "offline"); });
+    }).catch(function () { inFlight = false; if (!submitting) retry(null, "offline"); });
   }
+  // The page is going away: hand what is unsent to the browser, which delivers a beacon after the page is
+  // gone. It stays in localStorage too, until a page of this HIT sees it acknowledged.
+  function beacon() {
+    if (submitting || !Object.keys(unsaved).length || !navigator.sendBeacon) return;
+    const form = new URLSearchParams();
+    form.set("csrfmiddlewaretoken", csrf);
+    form.set("answers", JSON.stringify(batchBody()));
+    navigator.sendBeacon(data.answersUrl, form);
+  }
+  window.addEventListener("pagehide", beacon);
+  document.addEventListener("visibilitychange", function () { if (document.hidden) flush(true); });
   // A 503 names its wait (Retry-After): the server is briefly unavailable, and an autosave is safe to repeat.
   function retryAfter(response) {
     const seconds = parseInt(response.headers.get("Retry-After") || "", 10);
@@ -200,20 +241,54 @@
     error: "the server had a problem",
     offline: "no connection",
   };
-  function retry(t, item, wait, why) {
+  function retry(wait, why) {
     failures += 1;
     const ms = backoff(wait, failures);
     setSaveState("Not saved yet (" + (WHY[why] || WHY.offline) + ") - trying again in " + Math.max(1, Math.round(ms / 1000)) +
-      " s. Your answer stays on this page.");
-    if (!pending[t]) pending[t] = item;
-    setTimeout(function () { pump(t); }, ms);
+      " s. Your answers stay on this page.");
+    clearTimeout(timer);
+    timer = setTimeout(flush, ms);
   }
+  window.addEventListener("online", function () { if (failures) flush(); });
   window.addEventListener("beforeunload", function (event) {
-    if (busy()) {
+    // Unsent answers go by beacon on the way out; only a known-dead connection is worth a question.
+    if (failures > 0 && busy()) {
       event.preventDefault();
       event.returnValue = "";
     }
   });
+  // What a closed tab or a dropped connection left unacknowledged comes back from localStorage: shown in
+  // the form, and sent again at once (the lease is the server's check: an old HIT's answers are refused).
+  function restore(item, s) {
+    if (similarity) {
+      const range = item.querySelector("input[type=range]");
+      if (s.score !== null && s.score !== undefined) { range.value = String(s.score); range.dataset.touched = "1"; describeSlider(range); }
+    } else {
+      item.querySelectorAll("input[type=radio]").forEach(function (r) { r.checked = r.value === s.choice; });
+      updateFollowups(item);
+      item.querySelectorAll("input[name^='shortcomings-']").forEach(function (c) { c.checked = (s.shortcomings || []).indexOf(c.value) >= 0; });
+      updateFollowups(item);
+      item.querySelectorAll("input[name^='aspects-']").forEach(function (c) { c.checked = (s.wrong_aspects || []).indexOf(c.value) >= 0; });
+    }
+    item.querySelector("textarea").value = s.comment || "";
+    const t = token(item);
+    spent[t] = Math.max(spent[t] || 0, s.seconds_spent || 0);
+  }
+  function restoreUnsaved() {
+    let kept = null;
+    try { kept = JSON.parse(localStorage.getItem(storeKey) || "null"); } catch (e) { kept = null; }
+    if (!kept || !kept.answers) return 0;
+    let count = 0;
+    items.forEach(function (item) {
+      const s = kept.answers[token(item)];
+      if (!s) return;
+      restore(item, s);
+      unsaved[token(item)] = s;
+      version[token(item)] = 1;
+      count += 1;
+    });
+    return count;
+  }
 
   // ---- moving between items ----
   function setCurrent(index) {
@@ -336,6 +411,7 @@
   function submitLater(wait, text) {
     submitTries += 1;
     if (submitTries > 8) {
+      submitting = false;
       submitButton.disabled = false;
       submitButton.textContent = "Submit HIT";
       missingNode.classList.remove("complete");
@@ -354,6 +430,8 @@
     submitButton.disabled = true;
     submitButton.textContent = "Submitting\u2026";
     submitTries = 0;
+    submitting = true;  // the submit carries every answer: no batch beside it
+    clearTimeout(timer);
     sendSubmit();
   });
   function sendSubmit() {
@@ -366,7 +444,8 @@
     }).then(function (response) {
       return response.json().catch(function () { return {}; }).then(function (body) {
         if (response.ok) {
-          Object.keys(pending).forEach(function (k) { delete pending[k]; });
+          Object.keys(unsaved).forEach(function (k) { delete unsaved[k]; });
+          keep();
           window.location.assign(body.next_url || "/work/");
           return;
         }
@@ -375,10 +454,12 @@
           submitLater(retryAfter(response), body.error || "The server is briefly unavailable.");
           return;
         }
+        submitting = false;
         submitButton.disabled = false;
         submitButton.textContent = "Submit HIT";
         missingNode.classList.remove("complete");
         missingNode.textContent = body.error || "The server could not take the HIT; try again.";
+        flush();
       });
     }).catch(function () {
       submitButton.textContent = "Waiting to submit\u2026";
@@ -407,6 +488,11 @@
   setInterval(checkLease, 30000);
 
   // ---- start where the worker left off ----
+  if (data.pageUrl && window.location.pathname !== data.pageUrl) {
+    // The claim answered with this page: its address is the page's own, so a reload is a plain GET.
+    history.replaceState(null, "", data.pageUrl);
+  }
+  const restored = restoreUnsaved();
   items.forEach(updateFollowups);
   refresh();
   let first = items.findIndex(function (item) { return missing(item) !== null; });
@@ -415,5 +501,10 @@
   items[current].classList.add("current");
   if (first > 0) items[first].scrollIntoView({ block: "center" });
   focusTarget(items[first]).focus({ preventScroll: first === 0 });
-  setSaveState(Object.keys(data.answers || {}).length ? "Your saved answers are back." : "");
+  if (restored) {
+    setSaveState("Saving\u2026");
+    flush();
+  } else {
+    setSaveState(Object.keys(data.answers || {}).length ? "Your saved answers are back." : "");
+  }
 })();

@@ -29,3 +29,16 @@
     element.textContent = when.toLocaleString(undefined, options);
   });
 })();
+// The top bar on a phone: its links fold behind a Menu button that opens and closes them.
+(function () {
+  "use strict";
+  var header = document.querySelector("header.top");
+  var toggle = header && header.querySelector(".menu-toggle");
+  var links = header && header.querySelector(".nav-links");
+  if (!toggle || !links) { return; }
+  header.classList.add("js-menu");
+  toggle.addEventListener("click", function () {
+    var open = links.classList.toggle("open");
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+})();

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from annotator.models import Answer, Assignment, AssignmentStatus, ItemRole
-from annotator.services.quality.scoring import assignment_score
+from annotator.quality.services.scoring import assignment_score
 from tests.factories import AssignmentFactory, CampaignFactory, HitFactory, HitItemFactory, WorkerFactory
 
 

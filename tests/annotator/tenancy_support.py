@@ -6,8 +6,8 @@ A's record of the worker: gold 2/2. B's: gold 1/2 and a block with the reason B_
 from dataclasses import dataclass
 
 from annotator import models
-from annotator.services.quality.scoring import assignment_score
-from annotator.services.quality.trust import worker_block
+from annotator.quality.services.scoring import assignment_score
+from annotator.quality.services.trust import worker_block
 from tests.annotator.quality_support import submit
 from tests.factories import WorkerFactory, live_campaign_with_hits, user_with_role
 

@@ -1,4 +1,4 @@
-"""One mapping from an error to what a person is told (annotator.errors.error_answer): the same service
+"""One mapping from an error to what a person is told (annotator.core.errors.error_answer): the same service
 error has the same status on a page and through the API, and a database that is away is a 503 with
 Retry-After on both."""
 

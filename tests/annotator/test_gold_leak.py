@@ -24,11 +24,11 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-import annotator.selectors.hits as hits_selectors
+import annotator.crowd.selectors.hits as hits_selectors
+from annotator.campaigns.services.build import campaign_build
+from annotator.campaigns.services.lifecycle import campaign_create, campaign_launch
+from annotator.crowd.selectors.work import hit_item_tokens
 from annotator.models import HitItem, Image, QualificationAttempt, QualificationItem, Role
-from annotator.selectors.work import hit_item_tokens
-from annotator.services.campaigns.build import campaign_build
-from annotator.services.campaigns.lifecycle import campaign_create, campaign_launch
 from tests.annotator.campaign_support import add_run, make_dataset
 from tests.factories import png_bytes, qualification_right_answers, user_with_role
 
@@ -94,11 +94,11 @@ def _observe(campaign, *, workers: int = 3, hits_each: int = 14) -> tuple[np.nda
         assert client.post(f"/work/campaigns/{campaign.pk}/qualification/", form).status_code == 302
         for _ in range(hits_each):
             claimed = client.post(f"/work/campaigns/{campaign.pk}/claim")
-            if "/work/assignments/" not in claimed.get("Location", ""):
+            if "/work/assignments/" not in claimed.get("Content-Location", ""):
                 break
-            page = client.get(claimed["Location"])
+            page = client.get(claimed["Content-Location"])
             html = page.content.decode()
-            assignment_id = int(claimed["Location"].rstrip("/").split("/")[-1])
+            assignment_id = int(claimed["Content-Location"].rstrip("/").split("/")[-1])
             from annotator.models import Assignment
 
             hit = Assignment.objects.get(pk=assignment_id).hit
@@ -202,7 +202,7 @@ def test_a_planted_leak_is_found(media, monkeypatch, leak):
         return entries
 
     monkeypatch.setattr(hits_selectors, "hit_worker_items", leaky)
-    import annotator.selectors.work as work_selectors
+    import annotator.crowd.selectors.work as work_selectors
 
     monkeypatch.setattr(work_selectors, "hit_worker_items", leaky)
     campaign = _campaign_with_image_files()

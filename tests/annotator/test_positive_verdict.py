@@ -1,14 +1,14 @@
-"""The positive verdict of one answer has one home (annotator.scales.answer_verdict), read from the campaign."""
+"""The positive verdict of one answer has one home (annotator.crowd.scales.answer_verdict), read from the campaign."""
 
 import pytest
 
+from annotator.crowd.scales import answer_verdict
+from annotator.labels.services.aggregation import labels_aggregate
 from annotator.models import ItemRole, Label
-from annotator.scales import answer_verdict
-from annotator.selectors.posterior import campaign_posterior
-from annotator.services.labels.aggregation import labels_aggregate
-from annotator.services.quality.decisions import assignment_approve
-from annotator.services.quality.peers import assignment_peer_agreement
-from annotator.services.quality.scoring import assignment_score
+from annotator.quality.selectors.posterior import campaign_posterior
+from annotator.quality.services.decisions import assignment_approve
+from annotator.quality.services.peers import assignment_peer_agreement
+from annotator.quality.services.scoring import assignment_score
 from tests.annotator.quality_support import hit_with_gold, submit
 from tests.factories import CampaignFactory
 

@@ -16,11 +16,11 @@ from django.core.management.base import OutputWrapper
 from django.utils import timezone
 
 from annotator import models
+from annotator.labels.services.aggregation import labels_aggregate
+from annotator.labels.services.exports.jobs import export_create
+from annotator.ranking.services.annotators import annotator_register
+from annotator.ranking.services.runs import ranking_run_start
 from annotator.scenarios.demo import demo_campaign, demo_dataset, demo_users
-from annotator.services.exports.jobs import export_create
-from annotator.services.labels.aggregation import labels_aggregate
-from annotator.services.ranking.annotators import annotator_register
-from annotator.services.ranking.runs import ranking_run_start
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -55,7 +55,7 @@ def world(db) -> World:
     job = factories.ExportJobFactory(campaign=campaign, created_by=users["requester"])
     evaluation = factories.EvaluationFactory(campaign=campaign, created_by=users["requester"])
     # A crowd-verified label set of the shared campaign: readable wherever the campaign is.
-    from annotator.services.labelsets.builds import labelset_from_campaign
+    from annotator.labels.services.labelsets.builds import labelset_from_campaign
 
     label_set = labelset_from_campaign(campaign=campaign, user=users["requester"], name="shared-crowd")
     # A second dataset with a succeeded run, for the campaign life cycle (create, build, launch, ...).
@@ -74,7 +74,7 @@ def world(db) -> World:
         states[f"{state}_campaign"] = lifecycle.pk
     # A webhook endpoint of the requester (a public name of the tests' resolver hook, tests/conftest.py:
     # attempts are refused at once) with a given-up delivery.
-    from annotator.services.webhooks.delivery import webhook_endpoint_create
+    from annotator.core.services.webhooks.delivery import webhook_endpoint_create
 
     endpoint = webhook_endpoint_create(
         owner=users["requester"], url="https://hooks.example/hook", events=["campaign.finished"]

@@ -94,7 +94,7 @@ def test_uploaded_rankings_with_a_seed_and_no_intervals(world, django_capture_on
 def test_a_public_label_set_does_not_open_another_requesters_runs(world):
     """Anyone may evaluate against a public label set, but only with rankings they may see: the owner's
     ranking run on that dataset stays theirs."""
-    from annotator.services.labelsets.builds import labelset_from_campaign
+    from annotator.labels.services.labelsets.builds import labelset_from_campaign
 
     campaign, evaluations, owner, _ = world
     public = labelset_from_campaign(campaign=campaign, user=owner, name="public-crowd")

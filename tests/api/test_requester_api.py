@@ -71,7 +71,7 @@ def test_dataset_import_by_upload(world, django_capture_on_commit_callbacks):
 def test_dataset_import_errors_name_the_offenders(world, django_capture_on_commit_callbacks):
     """An archive whose faults only the import sees (a file the captions name is missing, a caption of an
     unknown image) is accepted (202), then the dataset is failed with every offender in its report. (A file
-    that is not an image is refused at upload: tests/annotator/views/test_upload_hostility.py.)"""
+    that is not an image is refused at upload: tests/annotator/datasets/test_upload_hostility.py.)"""
     coco = {**COCO, "annotations": [*COCO["annotations"], {"id": 90, "image_id": 9, "caption": "orphan"}]}
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as zf:

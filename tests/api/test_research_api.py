@@ -235,7 +235,7 @@ def test_post_to_an_unknown_path_is_a_json_404_not_a_csrf_page(world):
 
 def test_an_oversized_rankings_file_is_a_413_on_the_campaign_and_the_label_set_paths(world, monkeypatch):
     """One rankings reader, one size guard: both evaluation paths answer the same 413."""
-    from annotator.services.labelsets import readers
+    from annotator.labels.services.labelsets import readers
 
     monkeypatch.setattr(readers, "MAX_FILE_BYTES", 16)
     client = world.client("researcher")
@@ -247,7 +247,7 @@ def test_an_oversized_rankings_file_is_a_413_on_the_campaign_and_the_label_set_p
         format="multipart",
     )
     assert response.status_code == 413 and "larger than" in response.json()["error"]
-    from annotator.services.labelsets.builds import labelset_from_original
+    from annotator.labels.services.labelsets.builds import labelset_from_original
 
     label_set = labelset_from_original(dataset=world.campaign.dataset, public=True)
     upload.seek(0)

@@ -14,9 +14,10 @@ from celery.signals import task_prerun
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotator import models, task_names
-from annotator.queue import enqueue_in_background_on_commit
-from annotator.services.ranking.annotators import annotator_register
+from annotator import models
+from annotator.core import task_names
+from annotator.core.queue import enqueue_in_background_on_commit
+from annotator.ranking.services.annotators import annotator_register
 from config.celery import app as celery_app
 from tests import factories
 from tests.ranking_support import ranking_dataset

@@ -4,9 +4,9 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
+from annotator.crowd.services.assignments import assignment_claim
 from annotator.models import AuditAction, AuditEvent, Role, WorkerStanding
-from annotator.services.hits.assignments import assignment_claim
 from tests.annotator.tenancy_support import B_REASON, Tenants, two_tenants
 from tests.factories import user_with_role
 

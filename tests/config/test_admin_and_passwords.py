@@ -14,8 +14,8 @@ from django.contrib.auth.forms import AdminPasswordChangeForm
 from django.core.cache import cache
 from django.test import Client
 
-from annotator.errors import ApplicationError
-from annotator.services.accounts.workers import worker_signup
+from annotator.core.errors import ApplicationError
+from annotator.crowd.services.workers import worker_signup
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""The client address behind a configured number of proxies (annotator.addresses): the API throttles, the
+"""The client address behind a configured number of proxies (annotator.core.addresses): the API throttles, the
 wrong-token throttle, the sign-up limit, the log-in lock-out and its audit event all count the real client,
 and none believes an address a client writes into X-Forwarded-For itself."""
 
@@ -7,9 +7,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from rest_framework.throttling import SimpleRateThrottle
 
-from annotator.addresses import client_address_from_meta
+from annotator.core.addresses import client_address_from_meta
+from annotator.core.services.tokens import token_create
 from annotator.models import AuditEvent, Role
-from annotator.services.accounts.tokens import token_create
 from tests.factories import user_with_role
 
 pytestmark = pytest.mark.django_db

@@ -25,7 +25,10 @@ def test_a_failing_storage_degrades_the_site_but_does_not_take_it_down(client, s
 
 def test_a_cache_that_is_down_is_reported_as_degraded(client, settings):
     settings.CACHES = {
-        "default": {"BACKEND": "annotator.resilience.cache.FailSoftRedisCache", "LOCATION": "redis://127.0.0.1:1/0"}
+        "default": {
+            "BACKEND": "annotator.core.resilience.cache.FailSoftRedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",
+        }
     }
     response = client.get("/healthz")
     assert response.status_code == 200

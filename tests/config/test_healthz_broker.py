@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 
+from annotator.core.resilience.health import WORKERS_CACHE_KEY
 from annotator.models import SweepRun
-from annotator.resilience.health import WORKERS_CACHE_KEY
 from config.celery import app as celery_app
 from tests.redis_support import start_private_redis
 

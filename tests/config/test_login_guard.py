@@ -1,4 +1,4 @@
-"""Log-in guessing is stopped without locking the owner out (annotator.services.accounts.login_guard): a
+"""Log-in guessing is stopped without locking the owner out (annotator.core.services.login_guard): a
 guesser spread over many addresses waits longer and longer, the owner at an address they used before is
 not slowed down, and the owner is told how many failed log-ins there were. Sign-up does not say whether a
 name is taken until everything else in the form is valid."""
@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from annotator.core.services import login_guard
+from annotator.core.services.people import USERNAME_TAKEN
 from annotator.models import Role
-from annotator.services.accounts import login_guard
-from annotator.services.accounts.people import USERNAME_TAKEN
 from tests.factories import user_with_role
 
 pytestmark = pytest.mark.django_db

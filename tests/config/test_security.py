@@ -15,8 +15,8 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.throttling import SimpleRateThrottle
 
+from annotator.core.services.tokens import token_create
 from annotator.models import AuditEvent, Role
-from annotator.services.accounts.tokens import token_create
 from tests.factories import user_with_role
 
 pytestmark = pytest.mark.django_db

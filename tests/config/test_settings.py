@@ -14,8 +14,8 @@ from django.conf import settings as django_settings
 from django.core.files.storage import default_storage
 from PIL import Image as PILImage
 
+from annotator.datasets.services.imports import dataset_import
 from annotator.models import Image
-from annotator.services.importing.imports import dataset_import
 
 BASE_DIR = Path(django_settings.BASE_DIR)
 PROBE = (
@@ -92,7 +92,7 @@ def test_cache_url_reads_sessions_from_the_shared_cache_and_a_session_cache_need
     assert plain["sessions"] == "django.contrib.sessions.backends.db"
     shared = json.loads(run(CACHE_URL="redis://127.0.0.1:6379/3").stdout)
     assert shared["sessions"] == "django.contrib.sessions.backends.cached_db"
-    assert shared["cache"] == "annotator.resilience.cache.FailSoftRedisCache"  # degrades to misses, never a 500
+    assert shared["cache"] == "annotator.core.resilience.cache.FailSoftRedisCache"  # degrades to misses, never a 500
     refused = run(SESSION_ENGINE="django.contrib.sessions.backends.cached_db")
     # The traceback quotes the raising line too, so look for the exception as raised, not the message alone.
     assert refused.returncode != 0

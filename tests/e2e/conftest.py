@@ -37,3 +37,10 @@ def browser(monkeypatch):
             # storage); close it here, or the test database cannot be dropped at the end of the session.
             connections.close_all()
             browser.close()
+
+
+@pytest.fixture(autouse=True)
+def _autosave_soon(settings):
+    """The HIT page sends a batch half a second after the last change (10 s by default), so that the tests
+    that wait for "All answers saved." do not wait the whole batch delay; tests of batching set their own."""
+    settings.HIT_AUTOSAVE_WAIT_SECONDS = 0.5

@@ -5,7 +5,7 @@ lets the campaign resume. Screenshots: test-artifacts/budget-*.png."""
 import pytest
 
 from annotator.models import CampaignStatus
-from tests.annotator.services.test_money import claim_and_submit
+from tests.annotator.crowd.test_money import claim_and_submit
 from tests.e2e.support import logged_in_context, screenshot, wait_until
 from tests.factories import live_campaign_with_hits
 

@@ -7,16 +7,16 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 import config.urls
-from annotator.models import CaptionVersion, CorrectionAssignment, Role, VersionSource
-from annotator.scenarios import synthetic
-from annotator.services.accounts.workers import worker_for_user
-from annotator.services.refinement.proposals import (
+from annotator.crowd.services.workers import worker_for_user
+from annotator.finegrained.services.refinement.proposals import (
     proposals_import,
     refinement_create,
     refinement_filter,
     refinement_launch,
 )
-from tests.annotator.refinement.support import RefinementWorld
+from annotator.models import CaptionVersion, CorrectionAssignment, Role, VersionSource
+from annotator.scenarios import synthetic
+from tests.annotator.finegrained.refinement_support import RefinementWorld
 from tests.e2e.support import assert_accessible, logged_in_context, screenshot, wait_until
 from tests.factories import user_with_role
 

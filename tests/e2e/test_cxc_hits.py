@@ -3,10 +3,10 @@ per item, Crisscrossed Captions' wording, a 0-5 rating each, submitted. Screensh
 
 import pytest
 
+from annotator.campaigns.services.build import campaign_build
+from annotator.campaigns.services.lifecycle import campaign_create, campaign_launch
+from annotator.crowd.services.workers import worker_for_user
 from annotator.models import Answer, Assignment, AssignmentStatus, Role
-from annotator.services.accounts.workers import worker_for_user
-from annotator.services.campaigns.build import campaign_build
-from annotator.services.campaigns.lifecycle import campaign_create, campaign_launch
 from tests.annotator.cxc.support import SyntheticWorld
 from tests.e2e.support import logged_in_context, screenshot, wait_until
 from tests.e2e.test_worker_flow import media_served  # noqa: F401 (a fixture)

@@ -25,8 +25,8 @@ BUSY = {
 def test_a_busy_server_is_explained_and_autosave_and_submit_are_sent_again(live_server, browser):
     from django.test import Client
 
+    from annotator.crowd.services.workers import worker_for_user
     from annotator.models import Role
-    from annotator.services.accounts.workers import worker_for_user
     from tests.factories import user_with_role
 
     campaign = live_campaign_with_hits(hits=1, candidates=2, qualification_items=0)
@@ -50,7 +50,7 @@ def test_a_busy_server_is_explained_and_autosave_and_submit_are_sent_again(live_
 
         return handler
 
-    page.route("**/answer", once_busy("answer"))
+    page.route("**/answers", once_busy("answer"))
     page.route("**/submit", once_busy("submit"))
     page.goto(f"{live_server.url}/work/campaigns/{campaign.pk}/")
     page.locator("#start-working").click()

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from annotator.labels.services.labelsets.builds import labelset_from_original
 from annotator.models import LabelSet, Role
-from annotator.services.labelsets.builds import labelset_from_original
 from tests.e2e.support import logged_in_context, screenshot
 from tests.factories import user_with_role
 from tests.research_helpers import research_campaign

@@ -8,7 +8,7 @@ import pytest
 
 from annotator import models
 from tests import factories
-from tests.annotator.pools.support import PoolWorld
+from tests.annotator.finegrained.pool_support import PoolWorld
 from tests.e2e.support import assert_accessible, logged_in_context, screenshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

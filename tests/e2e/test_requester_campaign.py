@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from annotator import task_names
+from annotator.core import task_names
 from annotator.models import Campaign, CampaignStatus, Role
 from tests.annotator.campaign_support import add_run, make_dataset
 from tests.e2e.support import logged_in_context, screenshot
@@ -83,8 +83,8 @@ def test_requester_creates_builds_and_launches_a_campaign(live_server, browser):
 
 def test_a_queued_build_shows_building_and_the_page_refreshes_itself_until_built(live_server, browser, monkeypatch):
     """With a real broker the build runs on a worker: the page says so, then follows it without a click."""
-    from annotator.services.campaigns import build as services
-    from annotator.services.campaigns.lifecycle import campaign_create
+    from annotator.campaigns.services import build as services
+    from annotator.campaigns.services.lifecycle import campaign_create
 
     queued = []
     monkeypatch.setattr(services, "enqueue_long_on_commit", lambda name, *args: queued.append((name, *args)))

@@ -6,9 +6,9 @@ Screenshots go to test-artifacts/ (gitignored): comforts-01-campaign.png ... com
 
 import pytest
 
+from annotator.campaigns.services.build import campaign_build
+from annotator.campaigns.services.lifecycle import campaign_create
 from annotator.models import Assignment, Campaign, CampaignStatus, Role
-from annotator.services.campaigns.build import campaign_build
-from annotator.services.campaigns.lifecycle import campaign_create
 from tests.annotator.campaign_support import add_run, make_dataset
 from tests.e2e.support import logged_in_context, screenshot
 from tests.factories import user_with_role

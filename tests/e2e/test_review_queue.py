@@ -6,7 +6,7 @@ Screenshots go to test-artifacts/ (gitignored): review-01-queue.png ... review-0
 import pytest
 
 from annotator.models import AssignmentStatus, CampaignStatus, Role
-from annotator.services.quality.scoring import assignment_score
+from annotator.quality.services.scoring import assignment_score
 from tests.annotator.quality_support import hit_with_gold, submit
 from tests.e2e.support import logged_in_context, screenshot
 from tests.factories import CampaignFactory, user_with_role

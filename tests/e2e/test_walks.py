@@ -13,6 +13,8 @@ import pytest
 from django.conf import settings
 
 import config.urls
+from annotator.crowd.services.workers import worker_for_user
+from annotator.datasets.services.imports import dataset_import
 from annotator.models import (
     Assignment,
     AssignmentStatus,
@@ -24,11 +26,9 @@ from annotator.models import (
     Role,
     WorkerStanding,
 )
-from annotator.services.accounts.workers import worker_for_user
-from annotator.services.importing.imports import dataset_import
-from annotator.services.quality.decisions import assignment_reject
-from annotator.services.quality.scoring import assignment_score
-from annotator.services.quality.trust import worker_block
+from annotator.quality.services.decisions import assignment_reject
+from annotator.quality.services.scoring import assignment_score
+from annotator.quality.services.trust import worker_block
 from tests.annotator.quality_support import submit
 from tests.e2e.support import assert_accessible, axe_violations, logged_in_context, screenshot, wait_until
 from tests.factories import WorkerFactory, live_campaign_with_hits, user_with_role
@@ -265,7 +265,7 @@ def test_worker_walk(live_server, browser, media_served):
     assert assignment.answers.count() == 18
 
     # The requester approves it (earnings) and rejects another of the worker's HITs with a reason.
-    from annotator.services.quality.decisions import assignment_approve
+    from annotator.quality.services.decisions import assignment_approve
 
     if assignment.status == AssignmentStatus.SUBMITTED:
         assignment_approve(assignment=assignment, actor=campaign.owner)
@@ -276,7 +276,7 @@ def test_worker_walk(live_server, browser, media_served):
     assert "Reason: The check pair (a dog) was answered 100% YES." in page.content()
     assert page.locator("[aria-labelledby=recent-title] time").count() == 2  # shown in the browser's own zone
     look(page, "worker-07-earnings-and-rejection")
-    page.get_by_role("link", name=f"#{rejected.hit.index}").click()
+    page.get_by_role("link", name=f"#{rejected.hit.index + 1}", exact=True).click()  # HITs count from 1
     assert "The check pair (a dog) was answered 100% YES." in page.locator("#rejection").inner_text()
     look(page, "worker-08-rejected-hit", full_page=False)
 

@@ -7,9 +7,9 @@ Screenshots go to test-artifacts/ (gitignored).
 import pytest
 
 import config.urls
+from annotator.crowd.scales import MISSING
+from annotator.crowd.services.answers import assignment_missing
 from annotator.models import Answer, Assignment, AssignmentStatus, QualificationAttempt, QualificationItem
-from annotator.scales import MISSING
-from annotator.services.hits.answers import assignment_missing
 from tests.e2e.support import ARTIFACTS, screenshot, wait_until
 from tests.factories import live_campaign_with_hits
 
@@ -106,7 +106,7 @@ def test_new_worker_end_to_end(live_server, browser, media_served):
     shot(page, "06-hit-after-reload")
     seventh.screenshot(path=str(ARTIFACTS / "worker-06b-item-with-followups.png"))
 
-    # The page and the server apply the same HIT rules (annotator/scales.py): "Partially YES" without a
+    # The page and the server apply the same HIT rules (annotator/crowd/scales.py): "Partially YES" without a
     # reason is missing the same thing on both.
     page.keyboard.press("2")
     wait_until(page, "document.getElementById('save-state').textContent === 'All answers saved.'")
@@ -160,8 +160,8 @@ def test_similarity_slider_by_keyboard(live_server, browser, media_served):
     """A similarity campaign: digits jump along the worded slider, no number is shown, progress follows."""
     from django.test import Client
 
+    from annotator.crowd.services.workers import worker_for_user
     from annotator.models import Role
-    from annotator.services.accounts.workers import worker_for_user
     from tests.factories import user_with_role
 
     campaign = live_campaign_with_hits(hits=1, candidates=2, scale="similarity", qualification_items=0)

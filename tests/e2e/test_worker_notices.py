@@ -3,9 +3,9 @@ then sees a rejection's reason on the HIT page. Screenshots go to test-artifacts
 
 import pytest
 
+from annotator.crowd.services.workers import worker_for_user
 from annotator.models import QualificationAttempt, QualificationItem, Role
-from annotator.services.accounts.workers import worker_for_user
-from annotator.services.quality.decisions import assignment_reject
+from annotator.quality.services.decisions import assignment_reject
 from tests.annotator.quality_support import submit
 from tests.e2e.support import logged_in_context, screenshot, wait_until
 from tests.factories import live_campaign_with_hits, user_with_role

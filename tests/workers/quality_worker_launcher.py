@@ -25,7 +25,7 @@ app.conf.broker_transport_options = {
 }
 mark = os.environ.get("SLOW_SCORING_MARK")
 if mark:
-    from annotator.services.quality import scoring as quality
+    from annotator.quality.services import scoring as quality
 
     original = quality._gold_outcome
 

@@ -7,9 +7,9 @@ import threading
 import pytest
 from django.db import connection, connections, transaction
 
+from annotator.campaigns.services.build import campaign_build_request
+from annotator.campaigns.services.lifecycle import campaign_create
 from annotator.models import Campaign, CampaignStatus, Hit, Pair, Role
-from annotator.services.campaigns.build import campaign_build_request
-from annotator.services.campaigns.lifecycle import campaign_create
 from tests.annotator.campaign_support import add_run, campaign_snapshot, make_dataset
 from tests.factories import user_with_role
 from tests.task_support import run_task
@@ -109,7 +109,7 @@ def test_an_unexpected_error_is_recorded_too_and_the_old_build_is_kept(
     before = campaign_snapshot(campaign)
     Campaign.objects.filter(pk=campaign.pk).update(pool_depth=3)  # options changed: a real rebuild
     campaign = _queue(Campaign.objects.get(pk=campaign.pk), django_capture_on_commit_callbacks)
-    from annotator.services.campaigns import build as services
+    from annotator.campaigns.services import build as services
 
     def broken(**kwargs):
         raise OSError("disk full")
@@ -140,8 +140,8 @@ def test_a_lost_build_can_be_queued_again_once_it_stalled(draft, django_capture_
     BUILD_STALE_AFTER its requester may queue it again (before that, a second request is a 409)."""
     from django.utils import timezone
 
-    from annotator.errors import ApplicationError
-    from annotator.jobs import BUILD_STALE_AFTER, job_stalled
+    from annotator.core.errors import ApplicationError
+    from annotator.core.jobs import BUILD_STALE_AFTER, job_stalled
 
     campaign = _queue(draft, django_capture_on_commit_callbacks)  # queued, and its task never runs
     assert not job_stalled(campaign)
@@ -165,7 +165,7 @@ def test_a_build_request_while_a_worker_builds_is_a_409_at_once(draft):
     """The running build holds the row lock; a request (even for a stalled-looking build) does not wait."""
     from django.utils import timezone
 
-    from annotator.errors import ApplicationError
+    from annotator.core.errors import ApplicationError
 
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL row locks")

@@ -30,7 +30,7 @@ def test_tasks_are_acks_late_with_time_limits():
 @pytest.mark.django_db(transaction=True)
 def test_a_run_killed_mid_transaction_leaves_nothing_and_the_redelivery_scores_once(monkeypatch):
     assignment = submit(hit_with_gold(), gold_negative="yes", candidate="no")
-    from annotator.services.quality import scoring as quality
+    from annotator.quality.services import scoring as quality
 
     def die(**kwargs):
         raise WorkerKilled()

@@ -1,8 +1,8 @@
-"""Each Celery task name has one home (annotator.task_names) and matches a registered task."""
+"""Each Celery task name has one home (annotator.core.task_names) and matches a registered task."""
 
 from celery import current_app
 
-from annotator import task_names
+from annotator.core import task_names
 
 
 def _declared() -> set[str]:

@@ -1,4 +1,5 @@
-"""Machine annotators as plugins: one class per kind, registered by its kind name.
+"""Machine annotators as plugins: one class per kind, registered by its kind name (built in here, or from an
+installed package's entry point: workers/ranking/plugins.py).
 
 Every annotator turns texts (and images) into L2-normalised float vectors so that a dot product is a cosine
 similarity. Pivot annotators (`minilm_pivot`, `tfidf_pivot`) cannot see pixels: an image is represented by
@@ -319,7 +320,9 @@ class VisualAnnotator(Annotator):
 def _load(kind: str, checkpoint_path: str, config_json: str, device: str) -> Annotator:
     cls = REGISTRY.get(kind)
     if cls is None:
-        raise ValueError(f"No annotator plugin for kind {kind!r}; known: {', '.join(sorted(REGISTRY))}.")
+        from workers.ranking.plugins import plugin_class
+
+        cls = plugin_class(kind)
     return cls(checkpoint_path=checkpoint_path, config=json.loads(config_json), device=device)
 
 
@@ -328,3 +331,7 @@ def load_annotator(
 ) -> Annotator:
     """The annotator for these settings, loaded once per process and reused afterwards."""
     return _load(kind, checkpoint_path or "", json.dumps(config or {}, sort_keys=True), resolve_device(device))
+
+
+# The dual encoders beyond CLIP (`hf_dual`, `open_clip`) register themselves on import.
+import workers.ranking.dual  # noqa: E402, F401

@@ -15,8 +15,12 @@ from collections import defaultdict
 import torch
 from django.conf import settings
 
+from annotator.finegrained.services.pools.enlargement import (
+    enlargement_claim,
+    enlargement_fail,
+    enlargement_record,
+)
 from annotator.models import Caption, GalleryEnlargement, Image, MachineAnnotator, PoolImage
-from annotator.services.pools.enlargement import enlargement_claim, enlargement_fail, enlargement_record
 from workers.ranking.annotators import load_annotator, resolve_device
 from workers.ranking.pipeline import load_pil, ranking_settings
 

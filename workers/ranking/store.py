@@ -1,4 +1,4 @@
-"""Candidate rows written in bulk through annotator.bulk: COPY on PostgreSQL, bulk_create elsewhere (the embedded
+"""Candidate rows written in bulk through annotator.core.bulk: COPY on PostgreSQL, bulk_create elsewhere (the embedded
 SQLite)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import io
 import numpy as np
 from django.db import connection
 
-from annotator.bulk import copy_in, copy_text_columns, objects_create
+from annotator.core.bulk import copy_in, copy_text_columns, objects_create
 from annotator.models import Candidate
 
 COLUMNS = ("run_id", "direction", "query_id", "target_id", "rank", "score")
@@ -29,7 +29,7 @@ def candidate_arrays(
 
 
 def copy_buffer(*, run_id: int, direction: str, queries, targets, ranks, scores) -> io.StringIO:
-    """The rows as COPY text (annotator.bulk), in the column order of COLUMNS."""
+    """The rows as COPY text (annotator.core.bulk), in the column order of COLUMNS."""
     return io.StringIO(copy_text_columns(leading=(run_id, direction), columns=(queries, targets, ranks, scores)))
 
 

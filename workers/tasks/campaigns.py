@@ -1,7 +1,7 @@
-"""Campaign builds on the `default` queue: a thin caller of annotator.services.campaigns.build."""
+"""Campaign builds on the `default` queue: a thin caller of annotator.campaigns.services.build."""
 
-from annotator import task_names
-from annotator.services.campaigns.build import campaign_build_run
+from annotator.campaigns.services.build import campaign_build_run
+from annotator.core import task_names
 from workers.tasks.jobs import job_task
 
 

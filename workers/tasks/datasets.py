@@ -1,7 +1,7 @@
-"""Dataset imports of uploads on the `default` queue: a thin caller of annotator.services.importing.uploads."""
+"""Dataset imports of uploads on the `default` queue: a thin caller of annotator.datasets.services.uploads."""
 
-from annotator import task_names
-from annotator.services.importing.uploads import dataset_import_run
+from annotator.core import task_names
+from annotator.datasets.services.uploads import dataset_import_run
 from workers.tasks.jobs import job_task
 
 

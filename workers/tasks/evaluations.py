@@ -1,9 +1,9 @@
-"""Model evaluations on the `default` queue: thin callers of annotator.services.research.scorecards."""
+"""Model evaluations on the `default` queue: thin callers of annotator.research.services.scorecards."""
 
 from celery import shared_task
 
-from annotator import task_names
-from annotator.services.research.scorecards import evaluation_run
+from annotator.core import task_names
+from annotator.research.services.scorecards import evaluation_run
 
 
 @shared_task(

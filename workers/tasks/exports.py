@@ -1,7 +1,7 @@
-"""Label exports on the `default` queue: thin callers of annotator.services.exports.jobs."""
+"""Label exports on the `default` queue: thin callers of annotator.labels.services.exports.jobs."""
 
-from annotator import task_names
-from annotator.services.exports.jobs import export_run
+from annotator.core import task_names
+from annotator.labels.services.exports.jobs import export_run
 from workers.tasks.jobs import job_task
 
 

@@ -1,4 +1,4 @@
-"""The Celery options every background-job task shares (annotator/jobs.py: imports, builds, runs, exports)."""
+"""The Celery options every background-job task shares (annotator/core/jobs.py: imports, builds, runs, exports)."""
 
 from celery import shared_task
 
@@ -10,7 +10,7 @@ def job_task(*, name: str, hours: float, soft_margin_seconds: int = 60, transien
     another runs it: that is what makes acks_late with reject_on_worker_lost safe, and a job whose worker
     died is delivered again and resumes. The soft limit lets the job record its own failure before the hard
     limit kills it. With `transient_retries`, a lost connection (broker, storage) is retried with backoff;
-    without, every failure is recorded on the job and its requester retries it (annotator.jobs.job_retry).
+    without, every failure is recorded on the job and its requester retries it (annotator.core.jobs.job_retry).
     """
     seconds = int(hours * 3600)
     options = {

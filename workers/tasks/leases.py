@@ -2,8 +2,8 @@
 
 from celery import shared_task
 
-from annotator import task_names
-from annotator.services.hits.assignments import assignments_expire
+from annotator.core import task_names
+from annotator.crowd.services.assignments import assignments_expire
 
 
 @shared_task(

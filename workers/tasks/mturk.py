@@ -9,10 +9,14 @@ from botocore.exceptions import BotoCoreError
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from annotator import task_names
-from annotator.services.money.bonuses import MAX_ATTEMPTS as PAYOUT_ATTEMPTS
-from annotator.services.money.bonuses import PayoutNotSent, bonus_send, worker_message_deliver
-from annotator.services.quality.external_decisions import MAX_ATTEMPTS, DecisionNotSent, external_decision_send
+from annotator.core import task_names
+from annotator.crowd.services.bonuses import MAX_ATTEMPTS as PAYOUT_ATTEMPTS
+from annotator.crowd.services.bonuses import PayoutNotSent, bonus_send, worker_message_deliver
+from annotator.quality.services.external_decisions import (
+    MAX_ATTEMPTS,
+    DecisionNotSent,
+    external_decision_send,
+)
 
 # Worth another try: MTurk or the network hiccupped, or the database connection blinked.
 _TRANSIENT = (BotoCoreError, ConnectionError, TimeoutError, OperationalError, InterfaceError)

@@ -1,8 +1,8 @@
 """Pool imports (`default` queue) and gallery enlargements (`gpu` queue): thin callers of the services and
 workers.ranking.pool (torch is imported inside the task, so the web process never loads it)."""
 
-from annotator import task_names
-from annotator.services.pools.imports import pool_import_run
+from annotator.core import task_names
+from annotator.finegrained.services.pools.imports import pool_import_run
 from workers.tasks.jobs import job_task
 
 

@@ -8,10 +8,10 @@ finds it done.
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from annotator import task_names
-from annotator.services.quality.gold_rotation import gold_rotate_for_hit
-from annotator.services.quality.peers import assignments_auto_approve_due
-from annotator.services.quality.scoring import assignment_score
+from annotator.core import task_names
+from annotator.quality.services.gold_rotation import gold_rotate_for_hit
+from annotator.quality.services.peers import assignments_auto_approve_due
+from annotator.quality.services.scoring import assignment_score
 
 TASK_OPTIONS = {
     "acks_late": True,
@@ -28,7 +28,7 @@ TASK_OPTIONS = {
 @shared_task(name=task_names.ASSIGNMENT_SCORE, **TASK_OPTIONS)
 def assignment_score_task(assignment_id: int) -> None:
     """Score one submitted assignment and apply its campaign's decision policy; then retire the HIT's gold
-    pairs that have been seen too much (annotator.services.quality.gold_rotation), each in its own transaction."""
+    pairs that have been seen too much (annotator.quality.services.gold_rotation), each in its own transaction."""
     assignment = assignment_score(assignment_id=assignment_id)
     if assignment is not None:
         gold_rotate_for_hit(hit_id=assignment.hit_id)
@@ -43,8 +43,8 @@ def assignments_auto_approve_task() -> int:
 @shared_task(name=task_names.LABELS_AGGREGATE, **{**TASK_OPTIONS, "time_limit": 3600, "soft_time_limit": 3540})
 def labels_aggregate_task(campaign_id: int, method: str | None = None) -> dict:
     """Aggregate a campaign's approved answers into Labels (idempotent upsert)."""
+    from annotator.labels.services.aggregation import labels_aggregate
     from annotator.models import Campaign
-    from annotator.services.labels.aggregation import labels_aggregate
 
     campaign = Campaign.objects.filter(pk=campaign_id).first()
     if campaign is None:
@@ -58,6 +58,6 @@ def labels_aggregate_task(campaign_id: int, method: str | None = None) -> dict:
 )
 def labels_aggregate_stale_task() -> list[int]:
     """Beat task: re-aggregate live campaigns whose approvals or rejections are newer than their labels."""
-    from annotator.services.labels.aggregation import campaigns_aggregate_stale
+    from annotator.labels.services.aggregation import campaigns_aggregate_stale
 
     return campaigns_aggregate_stale()

@@ -9,7 +9,7 @@ import logging
 from celery.signals import worker_ready
 from django.conf import settings
 
-from annotator import task_names
+from annotator.core import task_names
 from workers.tasks.jobs import job_task
 
 logger = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ def ranking_run_task(self, run_id: int) -> str:
     """Execute or resume RankingRun `run_id`; returns its final status (a finished run is left alone).
 
     The task id claims the run: a duplicate of it (queued again by the sweep) does nothing while this one
-    makes progress (workers.ranking.pipeline.run_claim).
+    makes progress (annotator.ranking.services.lifecycle.run_claim).
     """
     from workers.ranking.pipeline import ranking_run_execute
 

@@ -1,9 +1,12 @@
 """The refinement filter on the `default` queue: a thin caller of workers.ranking.scoring and the
 refinement services. torch is imported inside the task, so the web process never loads it."""
 
-from annotator import task_names
-from annotator.services.refinement.filtering import refinement_score_inputs
-from annotator.services.refinement.proposals import proposals_score_store, refinement_fail
+from annotator.core import task_names
+from annotator.finegrained.services.refinement.filtering import refinement_score_inputs
+from annotator.finegrained.services.refinement.proposals import (
+    proposals_score_store,
+    refinement_fail,
+)
 from workers.tasks.jobs import job_task
 
 

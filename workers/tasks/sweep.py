@@ -2,13 +2,13 @@
 
 from celery import shared_task
 
-from annotator import task_names
-from annotator.services.operations.sweep import work_sweep
+from annotator.core import task_names
+from annotator.operations.services.sweep import work_sweep
 
 
 @shared_task(
     name=task_names.WORK_SWEEP,
-    # Idempotent and safe beside itself (annotator/services/operations/sweep.py); a pass lost with its worker is simply
+    # Idempotent and safe beside itself (annotator/operations/services/sweep.py); a pass lost with its worker is simply
     # the next pass's work, so it is acknowledged on receipt and never redelivered late.
     time_limit=120,
     soft_time_limit=100,

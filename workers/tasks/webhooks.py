@@ -2,8 +2,8 @@
 
 from celery import shared_task
 
-from annotator import task_names
-from annotator.services.webhooks.delivery import webhook_deliver, webhooks_deliver_due
+from annotator.core import task_names
+from annotator.core.services.webhooks.delivery import webhook_deliver, webhooks_deliver_due
 
 OPTIONS = {"acks_late": True, "reject_on_worker_lost": True, "time_limit": 120, "soft_time_limit": 100}
 

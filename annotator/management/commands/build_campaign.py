@@ -1,23 +1,26 @@
-"""manage.py build_campaign --dataset D --runs ID,ID --name N [options] [--launch]"""
+"""manage.py build_campaign --dataset D --runs ID,ID --name N [--preset cxc] [options] [--launch]"""
 
+import json
 from argparse import BooleanOptionalAction
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import BooleanField, FloatField, IntegerField
 
-from annotator.errors import ApplicationError
+from annotator.campaigns.selectors.campaigns import campaign_statistics
+from annotator.campaigns.selectors.gold_exposure import qualification_pool_summary
+from annotator.campaigns.services.build import campaign_build
+from annotator.campaigns.services.lifecycle import campaign_create, campaign_launch
+from annotator.campaigns.services.options import OPTION_FIELDS, OPTION_HELP
+from annotator.campaigns.services.presets import PRESETS, preset_options
+from annotator.core.errors import ApplicationError
 from annotator.models import Campaign, CampaignDirection, Dataset, RankingRun, Sampling, Scale
-from annotator.selectors.campaigns import campaign_statistics
-from annotator.selectors.gold_exposure import qualification_pool_summary
-from annotator.services.campaigns.build import campaign_build
-from annotator.services.campaigns.lifecycle import campaign_create, campaign_launch
-from annotator.services.campaigns.options import OPTION_FIELDS, OPTION_HELP
 
 # Flags written by hand: the required name, and the direction, scale and sampling whose defaults depend on
-# each other (and "--no-rationale-followups", the one switch whose default is on). Every other option comes
-# from OPTION_FIELDS with its model field's type, choices and help text (option_flags).
-HAND_WRITTEN = {"name", "direction", "scale", "sampling", "rationale_followups"}
+# each other (and "--no-rationale-followups", the one switch whose default is on, and "--query-list FILE").
+# Every other option comes from OPTION_FIELDS with its model field's type, choices and help text (option_flags).
+HAND_WRITTEN = {"name", "direction", "scale", "sampling", "rationale_followups", "query_list"}
 
 
 def option_flags() -> list[tuple[str, dict]]:
@@ -53,10 +56,22 @@ class Command(BaseCommand):
         parser.add_argument(
             "--sampling",
             choices=Sampling.values,
-            default=Sampling.POOL,
-            help="t2t/i2i: pool the runs' own top k, or cxc (other modality, co-captions, random pairs)",
+            default=None,
+            help="pool the runs' own top k (default), or cxc: t2t/i2i through the other modality (co-captions, "
+            "random pairs), image-caption through intramodal similarity (c2i_intrasim)",
+        )
+        parser.add_argument(
+            "--preset",
+            choices=sorted(PRESETS),
+            help="cxc: Crisscrossed Captions' protocol (similarity scale, 5 ratings, mean label, CxC's threshold per "
+            "task, no follow-ups, no qualification test unless --qualification-items); flags given here win.",
         )
         parser.add_argument("--no-rationale-followups", action="store_true", help="do not ask why (four-choice)")
+        parser.add_argument(
+            "--query-list",
+            help='a JSON file {"i2t": [image ids], "t2i": [caption ids]} (source ids): exactly these queries per '
+            "stage instead of a sample (a paper's own queries, re-run)",
+        )
         for flag, keywords in option_flags():
             parser.add_argument(flag, **keywords)
         parser.add_argument("--launch", action="store_true", help="launch it once built")
@@ -77,13 +92,24 @@ class Command(BaseCommand):
             raise CommandError(f"No ranking runs with ids {missing}.")
         owner = self._owner(opts.get("owner"), dataset)
         options = {name: opts[name] for name in OPTION_FIELDS if name not in HAND_WRITTEN and opts[name] is not None}
+        given = set(options) | {"direction", "name"}
+        given |= {name for name in ("scale", "sampling") if opts[name]}
         intra = opts["direction"] in (CampaignDirection.T2T, CampaignDirection.I2I)
         scale = opts["scale"] or (Scale.SIMILARITY if intra else Scale.FOUR_CHOICE)
-        options.update(direction=opts["direction"], scale=scale, name=opts["name"], sampling=opts["sampling"])
+        sampling = opts["sampling"] or Sampling.POOL
+        options.update(direction=opts["direction"], scale=scale, name=opts["name"], sampling=sampling)
         if opts["direction"] == CampaignDirection.I2I:  # image pairs have no original pair to be gold
             options.setdefault("gold_positives_per_hit", 0)
         if opts["no_rationale_followups"]:
             options["rationale_followups"] = False
+            given.add("rationale_followups")
+        if opts["query_list"]:
+            options["query_list"] = self._query_list(opts["query_list"])
+            given.add("query_list")
+        try:
+            options = preset_options(preset=opts["preset"], options=options, given=given)
+        except ApplicationError as error:
+            raise CommandError(error.message) from error
         try:
             campaign = campaign_create(owner=owner, dataset=dataset, runs=runs, **options)
             campaign = campaign_build(campaign=campaign)
@@ -111,6 +137,17 @@ class Command(BaseCommand):
         if pool["warning"]:
             write(self.style.WARNING(f"  warning: {pool['warning']}"))
         write(f"  built in {campaign.build_report.get('build_seconds')} s")
+
+    def _query_list(self, path: str) -> dict:
+        try:
+            listed = json.loads(Path(path).read_text())
+        except OSError as error:
+            raise CommandError(f"Cannot read the query list {path}: {error.strerror}") from None
+        except json.JSONDecodeError as error:
+            raise CommandError(f"The query list {path} is not JSON ({error.msg}).") from None
+        if not isinstance(listed, dict):
+            raise CommandError('The query list is a JSON object {"i2t": [ids], "t2i": [ids]}.')
+        return listed
 
     def _owner(self, username, dataset):
         User = get_user_model()

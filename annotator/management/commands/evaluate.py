@@ -1,6 +1,10 @@
 """`manage.py evaluate (--label-set NAME | --campaign ID | --labels FILE) --rankings FILE [--full]`: retrieval
 metrics as JSON.
 
+`manage.py evaluate --cxc (--ratings FILE ... | --label-set NAME) --scores FILE ... [--resamples N] [--seed S]`:
+Crisscrossed Captions' Table 5, the bootstrap Spearman's r of a model's similarity scores of the released
+STS / SIS / SITS pairs against their ratings (annotator.analysis.cxc_table5), with its spread.
+
 Without --full: ECCV Caption's R@1/5/10, R-Precision and mAP@R per direction. With --full: every metric of
 annotator.analysis.scorecard (IR recall, graded metrics, ranks, COCO 5K and 1K, PMRP, SR@k, NCS@k), each
 with its bootstrap interval, and notes on any protocol left out.
@@ -15,14 +19,25 @@ from django.core.management.base import BaseCommand, CommandError
 from annotator.analysis.metrics import evaluate
 from annotator.analysis.scorecard import DIRECTIONS as ALL_DIRECTIONS
 from annotator.analysis.scorecard import IMAGE_TEXT, Settings, scorecard
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
+from annotator.labels.selectors.labelsets import labelset_find
+from annotator.labels.services.labelsets.readers import rankings_read
 from annotator.models import Campaign, Dataset, ExportVariant
-from annotator.selectors.labelsets import labelset_find
-from annotator.selectors.scorecards import campaign_grades, dataset_test_set, labelset_grades, removed_caption_ids
-from annotator.services.labelsets.evaluation import labelset_evaluate
-from annotator.services.labelsets.readers import rankings_read
-from annotator.services.research.evaluation import campaign_evaluate
-from annotator.services.research.targets import coverage_warnings
+from annotator.research.selectors.scorecards import (
+    campaign_grades,
+    dataset_test_set,
+    labelset_grades,
+    removed_caption_ids,
+)
+from annotator.research.services.cxc_table5 import (
+    cxc_ratings_read,
+    cxc_scores_read,
+    cxc_table5_evaluate,
+    labelset_cxc_table5,
+)
+from annotator.research.services.evaluation import campaign_evaluate
+from annotator.research.services.labelset_evaluation import labelset_evaluate
+from annotator.research.services.targets import coverage_warnings
 
 
 def _read(path: str, what: str) -> bytes:
@@ -42,13 +57,30 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        source = parser.add_mutually_exclusive_group(required=True)
+        source = parser.add_mutually_exclusive_group()
         source.add_argument(
             "--label-set", help="Evaluate against this label set (name, name@version or id) over exactly its queries."
         )
         source.add_argument("--campaign", type=int, help="Evaluate against this campaign's verified labels.")
         source.add_argument("--labels", help='A label file {"i2t": {id: [positive ids]}, "t2i": {...}}.')
-        parser.add_argument("--rankings", required=True, help="The model's rankings file ('-' reads stdin).")
+        parser.add_argument("--rankings", help="The model's rankings file ('-' reads stdin).")
+        parser.add_argument(
+            "--cxc",
+            action="store_true",
+            help="CxC Table 5: the bootstrap Spearman's r of --scores against --ratings (or --label-set's ratings).",
+        )
+        parser.add_argument(
+            "--ratings",
+            action="append",
+            default=[],
+            help="With --cxc: a released CxC test file (sts_test.csv, sis_test.csv, sits_test.csv; repeat).",
+        )
+        parser.add_argument(
+            "--scores",
+            action="append",
+            default=[],
+            help="With --cxc: the model's scores of one task's pairs, CSV with the two id columns and score (repeat).",
+        )
         parser.add_argument("--format", choices=["json"], default="json")
         parser.add_argument(
             "--variant",
@@ -71,8 +103,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--model", default="", help="With --label-set: the model's name (warns if it built the set)."
         )
-        parser.add_argument("--resamples", type=int, default=1000, help="With --full: bootstrap resamples (0: none).")
-        parser.add_argument("--seed", type=int, default=0, help="With --full: the bootstrap's seed.")
+        parser.add_argument(
+            "--resamples", type=int, default=1000, help="With --full: bootstrap resamples (0: none); --cxc: samples."
+        )
+        parser.add_argument("--seed", type=int, default=0, help="With --full or --cxc: the bootstrap's seed.")
         parser.add_argument(
             "--pmrp-zeta",
             type=int,
@@ -99,6 +133,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        if options["cxc"]:
+            return self._cxc(options)
+        if not (options["label_set"] or options["campaign"] or options["labels"]):
+            raise CommandError("Give one of --label-set, --campaign or --labels (or --cxc).")
+        if not options["rankings"]:
+            raise CommandError("Give the model's rankings: --rankings FILE.")
         if options["label_set"] and not options["full"]:
             return self._label_set(options)
         try:
@@ -132,6 +172,34 @@ class Command(BaseCommand):
             if not count["queries"]:
                 self.stderr.write(f"{direction}: no query with positives; its scores are null")
         self.stdout.write(json.dumps(results))
+
+    def _cxc(self, options):
+        """CxC Table 5 as JSON on stdout; notes (tasks left out, pairs without a score) on stderr."""
+        if options["campaign"] or options["labels"] or options["rankings"]:
+            raise CommandError("--cxc takes --ratings or --label-set, and --scores (not rankings).")
+        if bool(options["ratings"]) == bool(options["label_set"]):
+            raise CommandError(
+                "With --cxc give the released ratings (--ratings FILE, repeat) or --label-set, not both."
+            )
+        try:
+            scores = cxc_scores_read([(path, _read(path, "scores file")) for path in options["scores"]])
+            if options["label_set"]:
+                result = labelset_cxc_table5(
+                    label_set=self._find_label_set(options),
+                    scores=scores,
+                    samples=options["resamples"],
+                    seed=options["seed"],
+                )
+            else:
+                ratings = cxc_ratings_read([(path, _read(path, "ratings file")) for path in options["ratings"]])
+                result = cxc_table5_evaluate(
+                    ratings=ratings, scores=scores, samples=options["resamples"], seed=options["seed"]
+                )
+        except ApplicationError as error:
+            raise CommandError(error.message) from None
+        for note in result["notes"] + [entry["note"] for entry in result["tasks"].values() if "note" in entry]:
+            self.stderr.write(note)
+        self.stdout.write(json.dumps(result))
 
     def _label_set(self, options):
         """Scores over the set's judged queries (every direction it has), warnings on stderr."""
@@ -205,8 +273,8 @@ class Command(BaseCommand):
         card["notes"] = notes + card["notes"]
         if test_set is not None:
             warnings += coverage_warnings(rankings=rankings, labels=judgements, test_set=test_set)
-        card["warnings"] = warnings
-        for note in card["notes"] + warnings:
+        card["warnings"] = [warning for warning in warnings if warning not in card["notes"]]
+        for note in card["notes"] + card["warnings"]:
             self.stderr.write(note)
         card["settings"] = settings.as_json()
         return card

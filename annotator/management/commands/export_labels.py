@@ -5,11 +5,11 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
+from annotator.labels.selectors.labels import label_method_resolve
+from annotator.labels.services.exports.postgres import labels_export_postgres
+from annotator.labels.services.exports.write import labels_write
 from annotator.models import Campaign, ExportFormat, ExportVariant
-from annotator.selectors.research import label_method_resolve
-from annotator.services.exports.postgres import labels_export_postgres
-from annotator.services.exports.write import labels_write
 
 
 class Command(BaseCommand):

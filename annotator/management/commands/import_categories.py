@@ -4,9 +4,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
+from annotator.datasets.services.categories import categories_import
 from annotator.models import Dataset
-from annotator.services.importing.categories import categories_import
 
 
 class Command(BaseCommand):

@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from annotator.errors import ApplicationError
-from annotator.services.importing.imports import dataset_import
+from annotator.core.errors import ApplicationError
+from annotator.datasets.services.imports import dataset_import
 
 
 class Command(BaseCommand):

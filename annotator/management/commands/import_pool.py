@@ -4,10 +4,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
+from annotator.finegrained.services.pools.enlargement import enlargement_add, enlargement_request
+from annotator.finegrained.services.pools.imports import pool_import
 from annotator.models import Dataset, GalleryEnlargement
-from annotator.services.pools.enlargement import enlargement_add, enlargement_request
-from annotator.services.pools.imports import pool_import
 
 
 class Command(BaseCommand):

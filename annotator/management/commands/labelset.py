@@ -10,13 +10,17 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
+from annotator.labels.selectors.labelsets import labelset_find
+from annotator.labels.services.labelsets.builds import (
+    labelset_derive,
+    labelset_from_campaign,
+    labelset_from_original,
+)
+from annotator.labels.services.labelsets.exports import FORMATS, labelset_export_chunks
+from annotator.labels.services.labelsets.imports import labelset_import
 from annotator.models import Campaign, Dataset, ExportVariant, LabelSet, LabelSetFormat, LabelSetOperation, QueryRule
-from annotator.selectors.labelset_analyses import labelset_bias, labelset_compare
-from annotator.selectors.labelsets import labelset_find
-from annotator.services.labelsets.builds import labelset_derive, labelset_from_campaign, labelset_from_original
-from annotator.services.labelsets.exports import FORMATS, labelset_export_chunks
-from annotator.services.labelsets.imports import labelset_import
+from annotator.research.selectors.labelset_analyses import labelset_bias, labelset_compare
 
 
 def _dataset(name: str | None) -> Dataset | None:

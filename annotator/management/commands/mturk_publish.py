@@ -2,9 +2,9 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
+from annotator.crowd.mturk import campaign_publish_to_mturk, mturk_client
 from annotator.models import Campaign
-from annotator.mturk import campaign_publish_to_mturk, mturk_client
 
 
 class Command(BaseCommand):

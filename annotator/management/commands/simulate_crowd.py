@@ -1,8 +1,16 @@
-"""manage.py simulate_crowd: rehearse the quality policy on a simulated crowd (annotator/scenarios/simulation.py)."""
+"""manage.py simulate_crowd: rehearse the quality policy on a simulated crowd (annotator/scenarios/simulation.py).
+
+`--campaign ID` drives the simulated crowd on an existing built or live campaign instead, of any scale
+(annotator/scenarios/existing_campaign.py), and aggregates its labels.
+"""
+
+import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.errors import ApplicationError
+from annotator.core.errors import ApplicationError
+from annotator.models import Campaign
+from annotator.scenarios.existing_campaign import simulate_on_campaign
 from annotator.scenarios.simulation import (
     ALL_BAD_KINDS,
     RANKING_ANNOTATORS,
@@ -21,6 +29,14 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         defaults = SimulationConfig()
+        parser.add_argument(
+            "--campaign",
+            type=int,
+            default=None,
+            help="an existing built or live campaign (any scale): the crowd answers its HITs, its labels are "
+            "aggregated; --workers, --careful-accuracy, --seed and --noise apply",
+        )
+        parser.add_argument("--noise", type=float, default=0.5, help="with --campaign on a 0-5 campaign: rating noise")
         parser.add_argument("--images", type=int, default=defaults.images)
         parser.add_argument("--seed", type=int, default=defaults.seed)
         parser.add_argument(
@@ -83,6 +99,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        if options["campaign"] is not None:
+            return self._on_campaign(options)
         if options["images"] < 2 or options["workers"] < 0:
             raise CommandError("Use at least 2 images and 1 worker (0: as many as the campaign needs).")
         for name in ("bad_share", "careful_accuracy", "test_accuracy", "middle_share", "rank_difficulty"):
@@ -120,3 +138,21 @@ class Command(BaseCommand):
         if len(results) > 1:
             self.stdout.write("== side by side")
             self.stdout.write(variants_table(results))
+
+    def _on_campaign(self, options):
+        campaign = Campaign.objects.filter(pk=options["campaign"]).first()
+        if campaign is None:
+            raise CommandError(f"There is no campaign {options['campaign']}.")
+        if not 0 <= options["careful_accuracy"] <= 1:
+            raise CommandError("--careful-accuracy is a share between 0 and 1.")
+        try:
+            done = simulate_on_campaign(
+                campaign=campaign,
+                workers=options["workers"] or None,
+                accuracy=options["careful_accuracy"],
+                noise=options["noise"],
+                seed=options["seed"],
+            )
+        except ApplicationError as error:
+            raise CommandError(error.message) from error
+        self.stdout.write(json.dumps(done, default=str))

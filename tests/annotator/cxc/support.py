@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from annotator.datasets.services.imports import dataset_import
 from annotator.models import Caption, Image, RankingRun, RunStatus
+from annotator.ranking.services.annotators import annotator_register
 from annotator.scenarios.synthetic import make_synthetic_dataset
-from annotator.services.importing.imports import dataset_import
-from annotator.services.ranking.annotators import annotator_register
 from workers.ranking.pipeline import ranking_run_execute
 
 

@@ -1,65 +1,17 @@
 """Crisscrossed Captions' released test files: all three import with no unknown id on a dataset that carries
 the COCO ids, and export again with CxC's columns, id spellings, scores and sampling methods."""
 
-import csv
 import gzip
-from pathlib import Path
 
 import pytest
 
-from annotator.bulk import rows_insert
-from annotator.models import Caption, Dataset, DatasetStatus, Image, LabelSetPair
-from annotator.selectors.cxc_ids import coco_split, cxc_ids
-from annotator.services.labelsets.exports import labelset_export_chunks
-from annotator.services.labelsets.imports import labelset_import
+from annotator.labels.selectors.cxc_ids import coco_split, cxc_ids
+from annotator.labels.services.labelsets.exports import labelset_export_chunks
+from annotator.labels.services.labelsets.imports import labelset_import
+from annotator.models import Caption, Dataset, Image, LabelSetPair
+from tests.annotator.cxc.released_support import FILES, RELEASED, coco_test_split
 
 pytestmark = pytest.mark.django_db
-
-RELEASED = Path(__file__).resolve().parents[3] / "fixtures" / "cxc"  # the released files, gzip-compressed
-FILES = {"cxc_sits": "sits_test.csv", "cxc_sts": "sts_test.csv", "cxc_sis": "sis_test.csv"}
-
-
-def _number(coco_id: str) -> int:
-    return int(coco_id.rsplit("_", 1)[-1].removesuffix(".jpg"))
-
-
-def coco_test_split() -> Dataset:
-    """The COCO 5k test split as CxC knows it: every image and caption its files name, the captions paired
-    with their images by SITS' original pairs (source ids: COCO image ids and Karpathy sentence ids)."""
-    with gzip.open(RELEASED / "sits_test.csv.gz", "rt", newline="") as handle:
-        originals = [row for row in csv.DictReader(handle) if row["sampling_method"] == "c2i_original"]
-    dataset = Dataset.objects.create(name="coco-5k-test", status=DatasetStatus.READY)
-    images = sorted({row["image"] for row in originals})
-    pks = rows_insert(
-        Image,
-        [
-            {
-                "dataset_id": dataset.pk,
-                "source_id": str(_number(name)),
-                "file_name": name,
-                "file": f"images/{name}",
-                "content_hash": "",
-                "width": 640,
-                "height": 480,
-            }
-            for name in images
-        ],
-    )
-    image_pk = dict(zip(images, pks, strict=True))
-    rows_insert(
-        Caption,
-        [
-            {
-                "dataset_id": dataset.pk,
-                "image_id": image_pk[row["image"]],
-                "source_id": row["caption"].rsplit(":", 1)[-1],
-                "text": f"caption {row['caption']}",
-            }
-            for row in originals
-        ],
-        ids=False,
-    )
-    return dataset
 
 
 def test_coco_ids_are_spelled_as_cxc_spells_them_and_other_ids_are_left_alone():
@@ -91,4 +43,4 @@ def test_a_released_cxc_file_imports_with_no_unknown_id_and_exports_as_released(
 
     exported = "".join(labelset_export_chunks(label_set=label_set, fmt=fmt)).splitlines()
     assert exported[0] == released[0]  # the same columns, in the same order
-    assert sorted(exported[1:]) == sorted(released[1:])  # every line byte for byte
+    assert exported[1:] == released[1:]  # every line byte for byte, in the released order

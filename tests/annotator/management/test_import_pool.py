@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 
 from annotator.models import EnlargementStatus, GalleryAddition
 from tests import factories
-from tests.annotator.pools.support import PoolWorld
+from tests.annotator.finegrained.pool_support import PoolWorld
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the scoring task is sent after commit
 

@@ -6,48 +6,15 @@ import torch
 from django.core.files.base import ContentFile
 
 from annotator import models
-from annotator.services.ranking.annotators import annotator_register
+from annotator.ranking.services.annotators import annotator_register
 from tests import factories
 from workers.ranking.annotators import REGISTRY, load_annotator, resolve_device
 from workers.ranking.pipeline import ranking_run_execute
 
-VOCAB = "[PAD] [UNK] [CLS] [SEP] [MASK] a the dog cat bus red blue green on in of with and".split()
 
-
-@pytest.fixture(scope="module")
-def tiny_clip(tmp_path_factory):
-    """A randomly initialised CLIP with a tiny WordPiece tokenizer, saved like a real checkpoint directory."""
-    from transformers import BertTokenizerFast, CLIPConfig, CLIPImageProcessor, CLIPModel
-
-    directory = tmp_path_factory.mktemp("tiny-clip")
-    (directory / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    BertTokenizerFast(vocab_file=str(directory / "vocab.txt"), model_max_length=16).save_pretrained(directory)
-    config = CLIPConfig(
-        text_config={
-            "vocab_size": len(VOCAB),
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "max_position_embeddings": 16,
-            "pad_token_id": 0,
-            "bos_token_id": 2,
-            "eos_token_id": 3,  # [SEP] closes every text: CLIP pools the text at that token
-        },
-        vision_config={
-            "image_size": 32,
-            "patch_size": 8,
-            "hidden_size": 32,
-            "intermediate_size": 64,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-        },
-        projection_dim=16,
-    )
-    torch.manual_seed(0)
-    CLIPModel(config).save_pretrained(directory)
-    CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(directory)
-    return directory
+@pytest.fixture
+def tiny_clip(tiny_clip_checkpoint):
+    return tiny_clip_checkpoint
 
 
 def test_registry_knows_every_rankable_kind():

@@ -12,8 +12,8 @@ import pytest
 from django.db import connection
 
 from annotator import models
-from annotator.services.ranking.annotators import annotator_register
-from annotator.services.ranking.runs import ranking_run_start
+from annotator.ranking.services.annotators import annotator_register
+from annotator.ranking.services.runs import ranking_run_start
 from tests.ranking_support import ranking_dataset
 
 pytestmark = [pytest.mark.celery_worker, pytest.mark.postgres]

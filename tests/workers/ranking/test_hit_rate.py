@@ -6,10 +6,10 @@ import pytest
 
 from annotator import models
 from annotator.analysis.hit_rate import hit_rates
+from annotator.datasets.services.imports import dataset_import
+from annotator.ranking.selectors.ranking import top_lists
+from annotator.ranking.services.annotators import annotator_register
 from annotator.scenarios.synthetic import make_synthetic_dataset
-from annotator.selectors.ranking import top_lists
-from annotator.services.importing.imports import dataset_import
-from annotator.services.ranking.annotators import annotator_register
 from tests import factories
 from workers.ranking.pipeline import ranking_run_execute
 

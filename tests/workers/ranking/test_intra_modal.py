@@ -8,7 +8,7 @@ from PIL import Image as PILImage
 from PIL import ImageDraw
 
 from annotator import models
-from annotator.services.ranking.annotators import annotator_register
+from annotator.ranking.services.annotators import annotator_register
 from tests import factories
 from tests.ranking_support import ranking_dataset
 from workers.ranking.annotators import load_annotator
@@ -104,9 +104,9 @@ def test_on_the_synthetic_scenes_the_visual_annotator_finds_related_images_far_a
     import random
 
     from annotator.analysis.hit_rate import hit_rates, intra_modal_truth
+    from annotator.datasets.services.imports import dataset_import
+    from annotator.ranking.selectors.ranking import top_lists
     from annotator.scenarios.synthetic import make_synthetic_dataset
-    from annotator.selectors.ranking import top_lists
-    from annotator.services.importing.imports import dataset_import
 
     make_synthetic_dataset(out_dir=tmp_path, images=400, seed=4)
     dataset = dataset_import(

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from annotator import models
-from annotator.services.ranking.annotators import annotator_register
-from annotator.services.ranking.runs import ranking_run_cancel
+from annotator.core.errors import ApplicationError
+from annotator.ranking.services.annotators import annotator_register
+from annotator.ranking.services.runs import ranking_run_cancel
 from tests import factories
 from tests.ranking_support import candidate_rows, chunks_ranked, ranking_dataset
 from workers.ranking import pipeline
@@ -152,8 +153,13 @@ def test_embeddings_are_cached_per_weights_and_dataset_content(monkeypatch):
 
 
 def test_a_broken_checkpoint_fails_the_run_with_a_readable_error(tmp_path):
+    """Registration refuses a missing checkpoint; one that vanishes after it fails the run with the message."""
     dataset, _images, _captions = ranking_dataset()
-    annotator = annotator_register(name="broken-clip", kind="clip", checkpoint_path=str(tmp_path / "missing"))
+    with pytest.raises(ApplicationError, match="No CLIP checkpoint directory at"):
+        annotator_register(name="broken-clip", kind="clip", checkpoint_path=str(tmp_path / "missing"))
+    annotator = models.MachineAnnotator.objects.create(
+        name="broken-clip", kind="clip", checkpoint_path=str(tmp_path / "missing")
+    )
     run = factories.RankingRunFactory(dataset=dataset, annotator=annotator, status=models.RunStatus.QUEUED)
     assert ranking_run_execute(run.pk) == models.RunStatus.FAILED
     run.refresh_from_db()

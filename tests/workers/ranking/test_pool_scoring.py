@@ -4,12 +4,12 @@ checkpoint (the tiny random one, loaded like a real one), checked against a brut
 import pytest
 import torch
 
+from annotator.finegrained.services.pools.enlargement import enlargement_request
+from annotator.finegrained.services.pools.imports import pool_import
 from annotator.models import Caption, EnlargementStatus, GalleryEnlargement, PoolImage
-from annotator.services.pools.enlargement import enlargement_request
-from annotator.services.pools.imports import pool_import
-from annotator.services.ranking.annotators import annotator_register
+from annotator.ranking.services.annotators import annotator_register
 from tests import factories
-from tests.annotator.pools.support import PoolWorld
+from tests.annotator.finegrained.pool_support import PoolWorld
 from tests.workers.ranking.test_annotators import tiny_clip  # noqa: F401 (the fixture)
 from workers.ranking.annotators import load_annotator
 from workers.ranking.pipeline import load_pil

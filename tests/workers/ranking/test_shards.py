@@ -8,17 +8,19 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from annotator import models, queue, task_names
-from annotator.jobs import job_view
+from annotator import models
+from annotator.core import queue, task_names
+from annotator.core.jobs import job_view
 from annotator.models import RankingShard, ShardStatus
-from annotator.selectors.ranking import ranking_run_progress
-from annotator.services.operations.sweep import work_sweep
-from annotator.services.ranking.annotators import annotator_register
-from annotator.services.ranking.runs import ranking_run_retry
+from annotator.operations.services.sweep import work_sweep
+from annotator.ranking.selectors.ranking import ranking_run_progress
+from annotator.ranking.services.annotators import annotator_register
+from annotator.ranking.services.lifecycle import shard_claim
+from annotator.ranking.services.runs import ranking_run_retry
 from tests import factories
 from tests.ranking_support import candidate_rows, synthetic_dataset
 from workers.ranking import pipeline
-from workers.ranking.pipeline import ranking_run_execute, ranking_shard_execute, shard_claim
+from workers.ranking.pipeline import ranking_run_execute, ranking_shard_execute
 
 pytestmark = pytest.mark.django_db
 

@@ -1,0 +1,1 @@
+"""Readers and checks behind `annotator.datasets.services.imports.dataset_import`."""

@@ -1,1 +1,0 @@
-"""Readers and checks behind `annotator.services.importing.imports.dataset_import`."""

@@ -1,0 +1,8 @@
+"""Label sets and post-processing: the routes of this slice's pages."""
+
+from annotator.labels.views import cleanup, labelsets
+
+urlpatterns = [
+    *cleanup.urlpatterns,
+    *labelsets.urlpatterns,
+]

@@ -1,1 +1,0 @@
-"""Accounts: crowd workers and API tokens."""

@@ -1,1 +1,0 @@
-"""Campaigns: options, lifecycle, the build (pooling, gold, packing, writing) and sharing."""

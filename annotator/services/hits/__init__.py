@@ -1,1 +1,0 @@
-"""HITs at work: leases (assignments), answers, the room a HIT has left, the qualification test."""

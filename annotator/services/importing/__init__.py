@@ -1,1 +1,0 @@
-"""Dataset imports: validate images and captions, store them, and the upload task protocol."""

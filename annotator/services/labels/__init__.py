@@ -1,1 +1,0 @@
-"""Labels: aggregation of approved answers into Labels, caption clean-up (ECCV Caption App. C)."""

@@ -1,1 +1,0 @@
-"""Quality control: gold scoring, peer checks, decisions on submitted work, worker trust."""

@@ -1,1 +1,0 @@
-"""Machine annotators and their ranking runs (the work itself is workers/ranking/)."""

@@ -1,1 +1,0 @@
-"""Research on verified labels: evaluating a model's rankings with ECCV Caption's metrics."""
