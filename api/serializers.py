@@ -455,7 +455,10 @@ class RankingRunCreateSerializer(serializers.Serializer):
 
 
 class RerankCreateSerializer(serializers.Serializer):
-    annotator = id_field(help_text="A cross_encoder annotator (ViLT's or BLIP's matching head).")
+    annotator = id_field(
+        help_text="A cross_encoder annotator (ViLT's or BLIP's matching head) or a vlm_judge annotator (a local "
+        "vision-language model, scored by P(yes) to the HIT's question)."
+    )
     top_k = serializers.IntegerField(
         min_value=1, max_value=1000, required=False, help_text="Candidates re-scored per query (default: the run's K)."
     )

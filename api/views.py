@@ -215,8 +215,9 @@ class RankingRunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Scoped
     )
     @action(detail=True, methods=["post"])
     def rerank(self, request, pk=None):
-        """Queue a re-ranking run: a cross_encoder annotator re-scores this succeeded run's top K per query
-        (i2t and t2i); the new run's `reranks` is this run. 202 with the new run and its `url` (Location)."""
+        """Queue a re-ranking run: a cross_encoder or vlm_judge annotator re-scores this succeeded run's top K per
+        query (i2t and t2i); the new run's `reranks` is this run. 202 with the new run and its `url` (Location). An
+        annotator of another kind, or a K above the run's, is a 400; a run that has not succeeded a 409."""
         from annotator.ranking.services.reranking import rerank_run_start
 
         run = self.get_object()

@@ -1,4 +1,5 @@
-"""Re-ranking runs: a cross-encoder scores a finished run's top K per query, both directions, pair by pair.
+"""Re-ranking runs: a cross-encoder or a vision-language judge scores a finished run's top K per query, both
+directions, pair by pair.
 
 A cross-encoder (ViLT's or BLIP's matching head) reads an image and a caption together, so it cannot embed a
 gallery; at scale it re-ranks another model's candidates (ECCV Caption, Sec. 3.1). A re-ranking run is a
@@ -22,16 +23,17 @@ from annotator.ranking.services.runs import MAX_TOP_K, run_queue
 
 RERANKED_DIRECTIONS = (Direction.I2T, Direction.T2I)
 # A vision-language judge (kind vlm_judge) runs the same way: its score is P(yes) to the HIT's question.
+RERANKING_KINDS = (AnnotatorKind.CROSS_ENCODER, AnnotatorKind.VLM_JUDGE)
 
 
 def rerank_run_start(
     *, source: RankingRun, annotator: MachineAnnotator, top_k=25, created_by=None, in_background: bool = False
 ) -> RankingRun:
-    """Create a run of cross-encoder `annotator` over the top `top_k` of each query of `source` (i2t and t2i)
-    and enqueue it on the `gpu` queue after commit.
+    """Create a run of cross-encoder or vision-language judge `annotator` over the top `top_k` of each query of
+    `source` (i2t and t2i) and enqueue it on the `gpu` queue after commit.
 
-    Refuses (400) an annotator that is not a cross_encoder, a K above the source's, a source without
-    image-caption candidates; (409) a source that has not succeeded. Locks the annotator row, so two
+    Refuses (400) an annotator that is neither a cross_encoder nor a vlm_judge, a K above the source's, a source
+    without image-caption candidates; (409) a source that has not succeeded. Locks the annotator row, so two
     concurrent starts serialise: while a re-ranking of the same source, annotator and K is queued or
     running, that run is returned instead of a second one. Returns the run as queued (`in_background`, what
     a request uses) or as it is after the commit (with eager Celery, already finished).
@@ -40,10 +42,10 @@ def rerank_run_start(
         top_k = int(top_k)
     except (TypeError, ValueError):
         raise ApplicationError("top_k must be a whole number.") from None
-    if annotator.kind not in (AnnotatorKind.CROSS_ENCODER, AnnotatorKind.VLM_JUDGE):
+    if annotator.kind not in RERANKING_KINDS:
         raise ApplicationError(
-            f"Annotator {annotator.name} is a {annotator.kind}; a re-ranking run needs a cross_encoder annotator "
-            "(or a vlm_judge)."
+            f"Annotator {annotator.name} is a {annotator.kind}; a re-ranking run needs a cross_encoder or a "
+            "vlm_judge annotator."
         )
     if source.status != RunStatus.SUCCEEDED:
         raise ApplicationError(f"Run {source.pk} is {source.status}; re-rank a run once it has succeeded.", status=409)

@@ -144,7 +144,7 @@ def test_bad_reranks_are_refused_with_a_message(vilt, tmp_path):
     cross = annotator_register(name="vilt", kind="cross_encoder", checkpoint_path=str(vilt))
     lexical = models.MachineAnnotator.objects.get(name="tfidf_pivot")
     cases = [
-        ({"source": source, "annotator": lexical}, 400, "needs a cross_encoder annotator"),
+        ({"source": source, "annotator": lexical}, 400, "needs a cross_encoder or a vlm_judge annotator"),
         ({"source": source, "annotator": cross, "top_k": 5}, 400, "top_k must be between 1 and 4"),
         ({"source": queued_rerank(source, cross), "annotator": cross}, 409, "re-rank a run once it has succeeded"),
     ]
@@ -202,7 +202,7 @@ def test_the_api_starts_a_rerank(vilt):
     assert missing.status_code == 404
     lexical = models.MachineAnnotator.objects.get(name="tfidf_pivot")
     wrong = client.post(f"/api/v1/runs/{source.pk}/rerank/", {"annotator": lexical.pk}, format="json")
-    assert wrong.status_code == 400 and "needs a cross_encoder annotator" in wrong.json()["error"]
+    assert wrong.status_code == 400 and "needs a cross_encoder or a vlm_judge annotator" in wrong.json()["error"]
     other = factories.user_with_role(models.Role.REQUESTER)
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=other).key}")
     refused = client.post(f"/api/v1/runs/{source.pk}/rerank/", {"annotator": cross["id"]}, format="json")
