@@ -11,7 +11,7 @@ class AnnotatorConfig(AppConfig):
         from annotator.core import signals  # noqa: F401  (connects the audit receivers)
 
         # Each pipeline step registers its kinds of background job with the shared lifecycle (core.jobs).
-        for step in ("datasets", "ranking", "campaigns", "labels", "finegrained"):
+        for step in ("datasets", "ranking", "campaigns", "labels", "research", "finegrained"):
             import_module(f"annotator.{step}.jobs")
         # A shared campaign opens its dataset to a researcher: the campaigns step registers that rule with the
         # datasets step (annotator.datasets.selectors.access.datasets_shared_register).

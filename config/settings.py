@@ -201,6 +201,7 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     task_names.RANKING_ALL: {"queue": "gpu"},
     task_names.ENLARGEMENT: {"queue": "gpu"},
+    task_names.CXC_ANNOTATOR_SCORES: {"queue": "gpu"},  # a model embeds the rated items
 }
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=6 * 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=6 * 3600 - 60)

@@ -17,7 +17,6 @@ from math import log
 POSITIVE = ("yes", "partially_yes")
 NEGATIVE = ("mostly_no", "no")
 CHOICES = ("yes", "partially_yes", "mostly_no", "no")  # from most to least positive
-SIMILARITY_POSITIVE_AT = 3.0
 SIMILARITY_STRICT_AT = 4.0
 
 
@@ -236,15 +235,14 @@ def with_intervals(labels: dict[int, AggregatedLabel], votes: list[Vote]) -> dic
     }
 
 
-def mean_score(
-    votes: list[Vote], *, prior_sd: float = 1.0, positive_at: float = SIMILARITY_POSITIVE_AT
-) -> dict[int, AggregatedLabel]:
+def mean_score(votes: list[Vote], *, positive_at: float, prior_sd: float = 1.0) -> dict[int, AggregatedLabel]:
     """Similarity: the mean 0-5 rating with its standard error; confidence = share of ratings on the mean's
-    side of `positive_at` (3 by default; Crisscrossed Captions uses 2.5 for image pairs).
+    side of `positive_at`, the campaign's own (Campaign.positive_at: CxC's 3, 2.5 for image pairs, or the
+    requester's), so no default here.
 
     The 90% interval of the mean is Student's t with the pair's own spread, except that the spread is
     pooled with a prior standard deviation `prior_sd` (one pseudo-rating), so two identical ratings do not
-    claim a zero-width interval. P(positive) is P(true mean >= 3) under that t distribution.
+    claim a zero-width interval. P(positive) is P(true mean >= positive_at) under that t distribution.
     """
     from scipy import stats
 

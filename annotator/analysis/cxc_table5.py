@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 
 from annotator.analysis.cxc_analysis import bootstrap_spearman
 
+# How a stored evaluation says it is Table 5 (its settings' `protocol`), for the services, selectors and board.
+PROTOCOL = "cxc_table5"
 TASK_COLUMNS = {"sts": ("caption1", "caption2"), "sis": ("image1", "image2"), "sits": ("caption", "image")}
 TASK_TITLES = {"sts": "STS", "sis": "SIS", "sits": "SITS"}
 # Where a task's number sits on a leaderboard (one direction per task: its queries' side).

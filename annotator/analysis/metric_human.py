@@ -5,10 +5,17 @@ it (a 0-5 rating, or a verified label as 1 / 0.5 / 0), with 95% bootstrap interv
 The pairs of one image are not independent (the same references score them all), so the bootstrap resamples
 images with replacement and keeps each drawn image's pairs together. Pure numpy and scipy over
 (image, metric score, human score) rows; no ORM.
+
+Any metric's or model's scores can stand in for the captioning metric: `pair_scores_read` reads a file of
+(image id, caption id) -> score, CSV with the columns `image,caption,score` or JSONL with those keys.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -63,3 +70,91 @@ def metric_human_correlation(
         "images": len(images),
         "resamples": len(taus),
     }
+
+
+SCORE_COLUMNS = ("image", "caption", "score")
+MAX_ERRORS = 10
+
+
+def _id(value) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError("an id is a string or an integer")
+    text = str(value).strip()
+    if not text:
+        raise ValueError("an empty id")
+    return text
+
+
+def _score(value) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"score {value!r} is not a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"score {str(value)[:20]!r} is not a number") from None
+    if not math.isfinite(number):
+        raise ValueError("score is not finite")
+    return number
+
+
+def _csv_records(text: str):
+    reader = csv.DictReader(io.StringIO(text))
+    columns = {name.strip() for name in (reader.fieldnames or []) if name}
+    missing = [name for name in SCORE_COLUMNS if name not in columns]
+    if missing:
+        raise ValueError(
+            f"The scores file needs the columns {','.join(SCORE_COLUMNS)} (a CSV header) or JSONL lines with those "
+            f"keys; it has {','.join(sorted(columns)) or 'none'}."
+        )
+    for line, row in enumerate(reader, start=2):
+        row = {key.strip(): value for key, value in row.items() if key}
+        yield line, row
+
+
+def _jsonl_records(text: str):
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            yield line, ValueError("not JSON")
+            continue
+        if not isinstance(record, dict):
+            yield line, ValueError("not a JSON object")
+            continue
+        missing = [key for key in SCORE_COLUMNS if key not in record]
+        yield line, (ValueError(f"no {', '.join(missing)}") if missing else record)
+
+
+def pair_scores_read(text: str) -> dict[tuple[str, str], float]:
+    """{(image id, caption id): score} of a scores file: CSV with a header naming `image`, `caption` and
+    `score` (other columns are ignored, in any order: CxC's SITS `caption,image,score` is such a file), or
+    JSONL, one {"image": ..., "caption": ..., "score": ...} per line. Only the order of the scores matters.
+    Raises ValueError naming the problem: the columns, up to MAX_ERRORS lines that cannot be read (with their
+    line numbers), a pair scored twice with two values, no pair at all."""
+    text = text.lstrip("\ufeff")
+    records = _jsonl_records(text) if text.lstrip().startswith("{") else _csv_records(text)
+    scores: dict[tuple[str, str], float] = {}
+    errors: list[str] = []
+    for line, record in records:
+        try:
+            if isinstance(record, Exception):
+                raise record
+            pair = (_id(record["image"]), _id(record["caption"]))
+            value = _score(record["score"])
+        except ValueError as error:
+            errors.append(f"line {line}: {error}")
+            if len(errors) >= MAX_ERRORS:
+                break
+            continue
+        if scores.get(pair, value) != value:
+            raise ValueError(
+                f"The scores file scores the pair image {pair[0]}, caption {pair[1]} twice with different values."
+            )
+        scores[pair] = value
+    if errors:
+        raise ValueError("The scores file has lines that cannot be read: " + "; ".join(errors))
+    if not scores:
+        raise ValueError("The scores file has no scored pair.")
+    return scores

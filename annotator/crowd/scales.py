@@ -33,7 +33,6 @@ FOUR_CHOICE = {
 
 SIMILARITY_MIN = 0.0
 SIMILARITY_MAX = 5.0
-SIMILARITY_POSITIVE_AT = 3.0
 SIMILARITY_STEP = 0.01
 # Crisscrossed Captions, Table 2 (STS after Agirre et al., 2012), from 5 down to 0.
 SIMILARITY_WORDING = {
@@ -95,7 +94,6 @@ def similarity_wording(*, kind: str) -> dict:
         "min": SIMILARITY_MIN,
         "max": SIMILARITY_MAX,
         "step": SIMILARITY_STEP,
-        "positive_at": SIMILARITY_POSITIVE_AT,
     }
 
 

@@ -1,7 +1,9 @@
 """A machine annotator's similarity of given pairs (caption-caption, image-image, image-caption), for
 Crisscrossed Captions' Table 5 when the model is one of Vericap's annotators: the cosine of the two items'
 embeddings, images as the ranking sees them (a pivot annotator: the normalised sum of the image's caption
-embeddings; a pixel annotator: its own image encoding)."""
+embeddings; a pixel annotator: its own image encoding). `labelset_cxc_annotator_scores` is the one home of
+"an annotator's scores of a CxC label set's rated pairs", for `manage.py cxc_annotator_scores` and the
+scores task behind `evaluate --cxc --annotator`, the label set's page and the API."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import numpy as np
 import scipy.sparse
 import torch
 
+from annotator.labels.models.labelsets import LabelSet
+from annotator.research.selectors.cxc_table5 import labelset_cxc_rated_pairs
 from workers.ranking.annotators import load_annotator
 from workers.ranking.pipeline import corpus_load, image_representations, load_pil
 
@@ -58,3 +62,19 @@ def pair_similarities(*, dataset_id: int, kind: str, pairs: list[tuple[str, int,
         right = np.array([right_rows[pairs[n][2]] for n in where], dtype=np.int64)
         scores[where] = _cosines(_rows(left_space, left), _rows(right_space, right))
     return [float(value) for value in scores]
+
+
+def labelset_cxc_annotator_scores(*, label_set: LabelSet, kind: str) -> dict[str, dict[tuple[str, str], float]]:
+    """{task ("sts", "sis", "sits"): {(first, second): score}} of annotator `kind` for every rated pair of
+    the set, in CxC's id spellings and column order (the scores files `evaluate --cxc` reads). Raises
+    ValueError when the set has no rated pair or the annotator cannot score a pair kind it holds."""
+    rated = labelset_cxc_rated_pairs(label_set=label_set)
+    if not rated:
+        raise ValueError(f"Label set {label_set.label} has no 0-5 ratings (import a CxC file).")
+    scores = pair_similarities(
+        dataset_id=label_set.dataset_id, kind=kind, pairs=[(pair.kind, pair.first_pk, pair.second_pk) for pair in rated]
+    )
+    by_task: dict[str, dict[tuple[str, str], float]] = {}
+    for pair, score in zip(rated, scores, strict=True):
+        by_task.setdefault(pair.task, {})[(pair.first, pair.second)] = score
+    return by_task

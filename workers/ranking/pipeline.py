@@ -24,9 +24,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from PIL import Image as PILImage
 
-from annotator.core.models.state import check_transition
 from annotator.models import (
-    SHARD_TRANSITIONS,
     Candidate,
     Caption,
     Direction,
@@ -45,6 +43,7 @@ from annotator.ranking.services.lifecycle import (
     run_finish_if_complete,
     shard_claim,
     shard_fail,
+    shard_finish,
     shard_release,
     shards_create,
     shards_dispatch,
@@ -482,23 +481,14 @@ class ShardExecution:
             )
             if self.after_unit is not None:
                 self.after_unit(direction, chunk + 1)
-        return self.finish(run.pk)
+        return self.finish()
 
-    def finish(self, run_id: int) -> str:
-        """Every chunk committed: the shard is done, and the run too when it was the last one."""
-        shard = self.shard
-        with transaction.atomic():
-            locked = RankingShard.objects.select_for_update().get(pk=shard.pk)
-            if locked.status != ShardStatus.RUNNING or locked.task_id != self.task_id:
-                raise RunStopped("superseded")
-            check_transition(
-                transitions=SHARD_TRANSITIONS, current=locked.status, target=ShardStatus.DONE, what="ranking shard"
-            )
-            locked.status = ShardStatus.DONE
-            locked.finished_at = locked.beat_at = timezone.now()
-            locked.save(update_fields=["status", "finished_at", "beat_at"])
-            self.shard = locked
-        run_finish_if_complete(run_id)
+    def finish(self) -> str:
+        """Every chunk committed: the shard is done, and the run too when it was the last one (shard_finish)."""
+        finished = shard_finish(self.shard.pk, task_id=self.task_id)
+        if finished is None:
+            raise RunStopped("superseded")
+        self.shard = finished
         return ShardStatus.DONE
 
 

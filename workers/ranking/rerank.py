@@ -154,7 +154,7 @@ class RerankShardExecution(ShardExecution):
             )
             if self.after_unit is not None:
                 self.after_unit(direction, chunk + 1)
-        return self.finish(run.pk)
+        return self.finish()
 
     def rescore(self, run: RankingRun, direction: str, ids: np.ndarray, cross: CrossEncoder, lookup: Lookup):
         """The chunk's queries' source candidates re-ordered by the cross-encoder: (targets, [n, K] scores

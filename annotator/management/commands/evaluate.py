@@ -5,6 +5,11 @@ metrics as JSON.
 Crisscrossed Captions' Table 5, the bootstrap Spearman's r of a model's similarity scores of the released
 STS / SIS / SITS pairs against their ratings (annotator.analysis.cxc_table5), with its spread.
 
+`manage.py evaluate --cxc --label-set NAME --annotator KIND [--model NAME] [--owner USER]`: the same with the
+scores computed by one of Vericap's machine annotators (minilm_pivot, tfidf_pivot, visual, a plugin), stored
+as an evaluation on the set's leaderboard (computed here on the embedded default; with a broker by a `gpu`
+worker, which this command waits for).
+
 Without --full: ECCV Caption's R@1/5/10, R-Precision and mAP@R per direction. With --full: every metric of
 annotator.analysis.scorecard (IR recall, graded metrics, ranks, COCO 5K and 1K, PMRP, SR@k, NCS@k), each
 with its bootstrap interval, and notes on any protocol left out.
@@ -12,8 +17,11 @@ with its bootstrap interval, and notes on any protocol left out.
 
 import json
 import sys
+import time
 from pathlib import Path
 
+from django.conf import settings as django_settings
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from annotator.analysis.metrics import evaluate
@@ -22,7 +30,7 @@ from annotator.analysis.scorecard import IMAGE_TEXT, Settings, scorecard
 from annotator.core.errors import ApplicationError
 from annotator.labels.selectors.labelsets import labelset_find
 from annotator.labels.services.labelsets.readers import rankings_read
-from annotator.models import Campaign, Dataset, ExportVariant
+from annotator.models import Campaign, Dataset, EvaluationStatus, ExportVariant
 from annotator.research.selectors.scorecards import (
     campaign_grades,
     dataset_test_set,
@@ -30,6 +38,8 @@ from annotator.research.selectors.scorecards import (
     removed_caption_ids,
 )
 from annotator.research.services.cxc_table5 import (
+    cxc_annotator_evaluation_request,
+    cxc_annotator_kinds,
     cxc_ratings_read,
     cxc_scores_read,
     cxc_table5_evaluate,
@@ -38,6 +48,8 @@ from annotator.research.services.cxc_table5 import (
 from annotator.research.services.evaluation import campaign_evaluate
 from annotator.research.services.labelset_evaluation import labelset_evaluate
 from annotator.research.services.targets import coverage_warnings
+
+FINISHED = (EvaluationStatus.SUCCEEDED, EvaluationStatus.FAILED)
 
 
 def _read(path: str, what: str) -> bytes:
@@ -81,6 +93,15 @@ class Command(BaseCommand):
             default=[],
             help="With --cxc: the model's scores of one task's pairs, CSV with the two id columns and score (repeat).",
         )
+        parser.add_argument(
+            "--annotator",
+            metavar="KIND",
+            help="With --cxc --label-set: compute the scores with this machine annotator instead of --scores "
+            f"({', '.join(cxc_annotator_kinds())}); stored as an evaluation on the set's leaderboard.",
+        )
+        parser.add_argument(
+            "--owner", help="With --annotator: who the stored evaluation belongs to (default: the set's creator)."
+        )
         parser.add_argument("--format", choices=["json"], default="json")
         parser.add_argument(
             "--variant",
@@ -101,7 +122,10 @@ class Command(BaseCommand):
             "whose test set the COCO, PMRP and semantic protocols use.",
         )
         parser.add_argument(
-            "--model", default="", help="With --label-set: the model's name (warns if it built the set)."
+            "--model",
+            default="",
+            help="With --label-set: the model's name (warns if it built the set); with --annotator: the "
+            "evaluation's name (default: the kind).",
         )
         parser.add_argument(
             "--resamples", type=int, default=1000, help="With --full: bootstrap resamples (0: none); --cxc: samples."
@@ -177,10 +201,14 @@ class Command(BaseCommand):
         """CxC Table 5 as JSON on stdout; notes (tasks left out, pairs without a score) on stderr."""
         if options["campaign"] or options["labels"] or options["rankings"]:
             raise CommandError("--cxc takes --ratings or --label-set, and --scores (not rankings).")
+        if options["annotator"]:
+            return self._cxc_annotator(options)
         if bool(options["ratings"]) == bool(options["label_set"]):
             raise CommandError(
                 "With --cxc give the released ratings (--ratings FILE, repeat) or --label-set, not both."
             )
+        if not options["scores"]:
+            raise CommandError("With --cxc give the model's scores (--scores FILE, repeat) or --annotator KIND.")
         try:
             scores = cxc_scores_read([(path, _read(path, "scores file")) for path in options["scores"]])
             if options["label_set"]:
@@ -200,6 +228,70 @@ class Command(BaseCommand):
         for note in result["notes"] + [entry["note"] for entry in result["tasks"].values() if "note" in entry]:
             self.stderr.write(note)
         self.stdout.write(json.dumps(result))
+
+    def _cxc_annotator(self, options):
+        """Table 5 of an annotator's scores, stored as an evaluation of the label set; its table on stdout."""
+        if options["scores"]:
+            raise CommandError("--annotator computes the scores: give it or --scores, not both.")
+        if options["ratings"] or not options["label_set"]:
+            raise CommandError(
+                "--annotator scores a label set's rated pairs (the annotator reads the set's dataset): give "
+                "--label-set NAME, a set imported from the released files (manage.py labelset import sts_test.csv "
+                "--dataset D --name cxc-sts)."
+            )
+        try:
+            label_set = self._find_label_set(options)
+            evaluation, created = cxc_annotator_evaluation_request(
+                label_set=label_set,
+                user=self._owner(options, label_set),
+                kind=options["annotator"],
+                name=options["model"],
+                samples=options["resamples"],
+                seed=options["seed"],
+            )
+        except ApplicationError as error:
+            raise CommandError(error.message) from None
+        if not created:
+            self.stderr.write(f"Evaluation {evaluation.pk} ({evaluation.name}) was asked for before; its result:")
+        evaluation = self._wait(evaluation)
+        if evaluation.status not in FINISHED:  # another process computes it
+            self.stderr.write(
+                f"Evaluation {evaluation.pk} is {evaluation.status}; follow it at /api/v1/evaluations/{evaluation.pk}/ "
+                f"or on /research/labelsets/{label_set.pk}/."
+            )
+            self.stdout.write(json.dumps({"evaluation": evaluation.pk, "status": evaluation.status}))
+            return
+        if evaluation.status != EvaluationStatus.SUCCEEDED:
+            raise CommandError(f"Evaluation {evaluation.pk} failed: {evaluation.error}")
+        table = evaluation.results["cxc"]
+        for note in table["notes"] + [entry["note"] for entry in table["tasks"].values() if "note" in entry]:
+            self.stderr.write(note)
+        self.stdout.write(json.dumps({"evaluation": evaluation.pk, **table}))
+
+    def _owner(self, options, label_set):
+        if options["owner"]:
+            owner = get_user_model().objects.filter(username=options["owner"]).first()
+            if owner is None:
+                raise CommandError(f"No user {options['owner']!r}.")
+            return owner
+        if label_set.created_by_id:
+            return label_set.created_by
+        raise CommandError(f"Label set {label_set.label} has no creator; name the evaluation's owner with --owner.")
+
+    def _wait(self, evaluation):
+        """The evaluation, finished when it ran here at commit (the embedded default); with a broker polled
+        while a worker computes it (Ctrl-C leaves it queued; the set's page and the API follow it)."""
+        if django_settings.CELERY_TASK_ALWAYS_EAGER:
+            evaluation.refresh_from_db()
+            return evaluation
+        last = None
+        while evaluation.status not in FINISHED:
+            if evaluation.status != last:
+                self.stderr.write(f"Evaluation {evaluation.pk} is {evaluation.status} ...")
+                last = evaluation.status
+            time.sleep(2)
+            evaluation.refresh_from_db()
+        return evaluation
 
     def _label_set(self, options):
         """Scores over the set's judged queries (every direction it has), warnings on stderr."""

@@ -179,6 +179,28 @@ def shard_fail(shard_id: int, message: str) -> None:
         run_fail(shard.run_id, f"shard {shard.direction} [{shard.start}, {shard.stop}): {message}")
 
 
+def shard_finish(shard_id: int, *, task_id: str | None) -> RankingShard | None:
+    """Every chunk of the shard is committed: RUNNING -> DONE, then the run succeeds if it was the last one.
+
+    Takes SELECT ... FOR UPDATE on the shard's row, then (its own transaction) on the run's in
+    run_finish_if_complete. None, and nothing written, when this task no longer holds the shard: it is not
+    running or another task took it over (the sweep handed it on); the caller stops. A second call for a done
+    shard is such a call.
+    """
+    with transaction.atomic():
+        shard = RankingShard.objects.select_for_update().get(pk=shard_id)
+        if shard.status != ShardStatus.RUNNING or shard.task_id != (task_id or ""):
+            return None
+        check_transition(
+            transitions=SHARD_TRANSITIONS, current=shard.status, target=ShardStatus.DONE, what="ranking shard"
+        )
+        shard.status = ShardStatus.DONE
+        shard.finished_at = shard.beat_at = timezone.now()
+        shard.save(update_fields=["status", "finished_at", "beat_at"])
+    run_finish_if_complete(shard.run_id)
+    return shard
+
+
 def run_finish_if_complete(run_id: int) -> str:
     """Mark a running run succeeded once every shard is done (whoever finishes last); its status."""
     with transaction.atomic():

@@ -12,6 +12,7 @@ from collections import defaultdict
 
 from django.db.models import Q
 
+from annotator.analysis.cxc_table5 import PROTOCOL as CXC_PROTOCOL
 from annotator.analysis.leaderboard import board, chart, stability
 from annotator.analysis.scorecard import DIRECTIONS, METRIC_TITLES, METRICS
 from annotator.campaigns.models.campaign import Campaign
@@ -60,6 +61,16 @@ def leaderboard_targets(*, user) -> list[dict]:
     return targets
 
 
+def _source(evaluation: Evaluation) -> str:
+    if evaluation.ranking_run_id:
+        return f"run {evaluation.ranking_run_id}"
+    settings = evaluation.settings or {}
+    if settings.get("protocol") == CXC_PROTOCOL:
+        kind = settings.get("annotator_kind")
+        return f"CxC scores computed by {kind}" if kind else "uploaded CxC scores"
+    return "uploaded rankings"
+
+
 def _entry(evaluation: Evaluation, direction: str) -> dict:
     metrics = (evaluation.results or {}).get("metrics", {}).get(direction, {})
     labels = (evaluation.results or {}).get("protocols", {}).get(direction, {}).get("labels", {})
@@ -68,7 +79,7 @@ def _entry(evaluation: Evaluation, direction: str) -> dict:
         "id": evaluation.pk,
         "name": evaluation.name,
         "biased": evaluation.biased,
-        "source": f"run {evaluation.ranking_run_id}" if evaluation.ranking_run_id else "uploaded rankings",
+        "source": _source(evaluation),
         "metrics": metrics,
     }
 

@@ -17,6 +17,7 @@ from annotator.labels.models.cleanup import CleanupProposal, CleanupStatus
 from annotator.labels.models.exports import ExportVariant
 from annotator.labels.selectors.labels import label_method_resolve
 from annotator.labels.services.exports.eccv import eccv_label_map
+from annotator.research.coverage import low_coverage_warnings
 
 
 def original_label_map(*, campaign: Campaign, queries: dict[str, dict[str, list[str]]]) -> dict:
@@ -67,9 +68,6 @@ def campaign_evaluate(
     }
 
 
-COVERAGE_WARNING = 0.9  # as a label set's evaluation: warn below this share of the queries ranked
-
-
 def quick_coverage_warnings(*, counts: dict) -> list[str]:
     """What a person is told about the quick scores' counts (campaign_evaluate's): no query of the labels
     among the rankings' ids (wrong ids?), or few of them ranked. The label-set path says the same."""
@@ -81,9 +79,8 @@ def quick_coverage_warnings(*, counts: dict) -> list[str]:
                 f"{direction}: none of the rankings' query ids is one of the {queries} labelled queries (are they "
                 "the dataset's source ids?); every query scored as a miss."
             )
-        elif queries and queries - missing < COVERAGE_WARNING * queries:
-            warnings.append(
-                f"{direction}: the rankings cover {queries - missing} of the {queries} labelled queries; the others "
-                "count as misses."
+        else:
+            warnings += low_coverage_warnings(
+                direction=direction, covered=queries - missing, queries=queries, of="labelled queries"
             )
     return warnings

@@ -19,8 +19,8 @@ from annotator.labels.selectors.labelsets import (
     labelset_operands,
 )
 from annotator.ranking.models.ranking import Candidate
+from annotator.research.coverage import low_coverage_warnings
 
-COVERAGE_WARNING = 0.9  # warn when the rankings cover fewer of the set's queries than this
 SAME_MODEL_AGREEMENT = 0.9  # top-5 agreement with an annotator's stored run that names it the same model
 SAME_MODEL_DEPTH = 5
 
@@ -110,10 +110,9 @@ def labelset_evaluate(*, label_set: LabelSet, rankings: dict, model_name: str = 
                 f"{direction}: none of the rankings' {len(ranked)} query ids is a query of {label_set.label} "
                 "(are they the dataset's source ids?); every query scored as a miss."
             )
-        elif labels and covered < COVERAGE_WARNING * len(labels):
-            warnings.append(
-                f"{direction}: the rankings cover {covered} of the {len(labels)} queries of {label_set.label}; "
-                "the others count as misses."
+        else:
+            warnings += low_coverage_warnings(
+                direction=direction, covered=covered, queries=len(labels), of=f"queries of {label_set.label}"
             )
         if unknown_targets:
             warnings.append(f"{direction}: {unknown_targets} ranked ids are not in dataset {label_set.dataset.name}.")

@@ -9,6 +9,7 @@ from annotator.campaigns.models.campaign import Campaign
 from annotator.core.errors import ApplicationError
 from annotator.labels.models.exports import ExportVariant
 from annotator.labels.models.labelsets import LabelSet
+from annotator.research.coverage import low_coverage_warnings
 from annotator.research.selectors.scorecards import (
     campaign_annotator_names,
     campaign_grades,
@@ -16,7 +17,7 @@ from annotator.research.selectors.scorecards import (
     removed_caption_ids,
 )
 from annotator.research.services.evaluation import campaign_evaluate
-from annotator.research.services.labelset_evaluation import COVERAGE_WARNING, labelset_evaluate
+from annotator.research.services.labelset_evaluation import labelset_evaluate
 
 
 @dataclass
@@ -86,9 +87,7 @@ def coverage_warnings(*, rankings: dict, labels: dict, test_set) -> list[str]:
         ranked = rankings.get(direction, {})
         for what, queries in (("labelled", set(labels.get(direction, {}))), ("test-set", everyone[direction])):
             covered = len(queries & set(ranked))
-            if queries and covered < COVERAGE_WARNING * len(queries):
-                warnings.append(
-                    f"{direction}: the rankings cover {covered:,} of the {len(queries):,} {what} queries; the others "
-                    "score as misses."
-                )
+            warnings += low_coverage_warnings(
+                direction=direction, covered=covered, queries=len(queries), of=f"{what} queries"
+            )
     return warnings

@@ -118,7 +118,18 @@ def test_the_interval_narrows_as_the_workers_records_grow():
 
 
 def test_mean_score_for_similarity():
-    labels = mean_score([Vote(1, 1, score=4.0), Vote(1, 2, score=2.0), Vote(1, 3, score=4.5), Vote(2, 1, score=1.0)])
+    labels = mean_score(
+        [Vote(1, 1, score=4.0), Vote(1, 2, score=2.0), Vote(1, 3, score=4.5), Vote(2, 1, score=1.0)], positive_at=3.0
+    )
     assert labels[1].score == pytest.approx(3.5) and labels[1].is_positive and not labels[1].is_positive_strict
     assert labels[1].confidence == pytest.approx(2 / 3)
     assert not labels[2].is_positive and labels[2].answer_count == 1
+
+
+def test_mean_score_takes_the_threshold_it_is_given():
+    """positive_at is the caller's (the campaign's): a 2.6 mean is positive at SIS's 2.5 and not at 3."""
+    votes = [Vote(1, 1, score=2.6), Vote(1, 2, score=2.6)]
+    assert mean_score(votes, positive_at=2.5)[1].is_positive
+    assert not mean_score(votes, positive_at=3.0)[1].is_positive
+    with pytest.raises(TypeError):
+        mean_score(votes)

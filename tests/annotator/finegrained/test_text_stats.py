@@ -28,7 +28,8 @@ def test_a_coarse_and_a_refined_caption_are_counted_as_a_person_would():
 
 
 def test_the_weights_reader_builds_only_plain_data():
-    assert _DataOnly(io.BytesIO(pickle.dumps(({"a": 1}, {"b": "NN"}, {"NN"})))).load() == ({"a": 1}, {"b": "NN"}, {"NN"})
+    weights = ({"a": 1}, {"b": "NN"}, {"NN"})
+    assert _DataOnly(io.BytesIO(pickle.dumps(weights))).load() == weights
     with pytest.raises(pickle.UnpicklingError, match="plain data"):
         _DataOnly(io.BytesIO(pickle.dumps(StringIO()))).load()
 

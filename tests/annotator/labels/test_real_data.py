@@ -204,7 +204,7 @@ def test_evaluating_an_annotator_of_the_set_warns(coco):
     rankings = {"i2t": {"42201": ["560256"]}}
     outcome = evaluate(label_set=coco["eccv"], rankings=rankings, model_name="clip")
     assert any("CLIP proposed the candidates" in warning for warning in outcome["warnings"])
-    assert any("cover 1 of the 1261" in warning for warning in outcome["warnings"])
+    assert any("cover 1 of the 1,261" in warning for warning in outcome["warnings"])
 
 
 def test_rankings_with_foreign_ids_warn_and_score_zero(coco):

@@ -1,7 +1,11 @@
 """`manage.py cxc_annotator_scores --label-set NAME --annotator KIND --out DIR [--table5]`: a machine
 annotator's similarity of every rated pair of a Crisscrossed Captions label set, written as the scores files
 `manage.py evaluate --cxc --scores FILE` reads (`sts_scores.csv`: caption1,caption2,score; `sis_scores.csv`;
-`sits_scores.csv`), in CxC's id spellings; with --table5 also Table 5 of those scores on the set, as JSON."""
+`sits_scores.csv`), in CxC's id spellings; with --table5 also Table 5 of those scores on the set, as JSON.
+
+`manage.py evaluate --cxc --label-set NAME --annotator KIND` computes the same scores (the same code,
+workers.ranking.pair_similarity.labelset_cxc_annotator_scores) and stores Table 5 as an evaluation on the
+set's leaderboard; this command keeps the files."""
 
 import csv
 import json
@@ -9,13 +13,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotator.analysis.cxc_table5 import KIND_TASK, TASK_COLUMNS
+from annotator.analysis.cxc_table5 import TASK_COLUMNS
 from annotator.core.errors import ApplicationError
-from annotator.labels.selectors.cxc_ids import cxc_ids
 from annotator.labels.selectors.labelsets import labelset_find
-from annotator.models import LabelSetPair
 from annotator.research.services.cxc_table5 import labelset_cxc_table5
-from workers.ranking.pair_similarity import pair_similarities
+from workers.ranking.pair_similarity import labelset_cxc_annotator_scores
 
 
 class Command(BaseCommand):
@@ -34,36 +36,12 @@ class Command(BaseCommand):
             label_set = labelset_find(reference=options["label_set"])
         except ApplicationError as error:
             raise CommandError(error.message) from None
-        rows = list(
-            LabelSetPair.objects.filter(label_set=label_set, score__isnull=False)
-            .order_by("pk")
-            .values_list("kind", "image_id", "caption_id", "other_image_id", "other_caption_id")
-        )
-        if not rows:
-            raise CommandError(f"Label set {label_set.label} has no 0-5 ratings (import a CxC file).")
-        pairs = []
-        for kind, image, caption, other_image, other_caption in rows:
-            if kind == "caption_caption":
-                pairs.append((kind, caption, other_caption))
-            elif kind == "image_image":
-                pairs.append((kind, image, other_image))
-            else:
-                pairs.append((kind, image, caption))
         try:
-            scores = pair_similarities(dataset_id=label_set.dataset_id, kind=options["annotator"], pairs=pairs)
+            by_task = labelset_cxc_annotator_scores(label_set=label_set, kind=options["annotator"])
         except (ValueError, KeyError) as error:
             raise CommandError(str(error)) from None
-        ids = cxc_ids(dataset_id=label_set.dataset_id)
         out = Path(options["out"])
         out.mkdir(parents=True, exist_ok=True)
-        by_task: dict[str, dict] = {}
-        for (kind, first, second), score in zip(pairs, scores, strict=True):
-            if kind == "image_caption":  # SITS writes the caption first
-                members = (ids["caption"][second], ids["image"][first])
-            else:
-                side = "caption" if kind == "caption_caption" else "image"
-                members = (ids[side][first], ids[side][second])
-            by_task.setdefault(KIND_TASK[kind], {})[members] = score
         for task, task_scores in by_task.items():
             path = out / f"{task}_scores.csv"
             with path.open("w", newline="") as handle:
